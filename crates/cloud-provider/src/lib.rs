@@ -1,0 +1,26 @@
+//! The Rust counterpart of `k8s.io/cloud-provider`'s interfaces.
+//!
+//! ```text
+//!   provider (e.g. hcloud-provider) ──implements──► Cloud ─┬─ InstancesV2 ──► cloud-node,
+//!                                                          │                  cloud-node-lifecycle
+//!                                                          ├─ LoadBalancer ──► service controller
+//!                                                          └─ Routes ───────► route controller
+//!                                        (cloud-controllers drives these, generic over Cloud)
+//! ```
+//!
+//! This crate holds only what both sides share: the traits ([`Cloud`], [`InstancesV2`],
+//! [`LoadBalancer`], [`Routes`]), neutral types ([`InstanceMetadata`], [`NodeAddress`],
+//! [`Route`], [`LoadBalancerStatus`]), the sentinel errors ([`CloudError`]), the well-known
+//! names, and the pure node helpers (addresses, provided node IP, taints). It has no I/O.
+
+mod error;
+pub mod helpers;
+mod traits;
+mod types;
+pub mod well_known;
+
+pub use error::{BoxError, CloudError};
+pub use traits::{Cloud, InstancesV2, LoadBalancer, Routes, Unsupported, default_load_balancer_name};
+pub use types::{
+    AddressType, InstanceMetadata, IpMode, LoadBalancerIngress, LoadBalancerStatus, NodeAddress, Route,
+};

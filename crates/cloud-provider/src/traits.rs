@@ -1,0 +1,185 @@
+//! Provider traits: the Rust shape of upstream's `cloudprovider.Interface`, `InstancesV2`,
+//! `LoadBalancer` and `Routes`.
+//!
+//! Controllers are generic over these traits (static dispatch). Methods return `Send`
+//! futures so controllers can run them on a multi-threaded runtime. A provider that lacks a
+//! capability returns `None` from the accessor (use [`Unsupported`] as the associated type),
+//! and the controller that needs it is not started.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+
+use crate::error::CloudError;
+use crate::types::{InstanceMetadata, LoadBalancerStatus, Route};
+
+/// A cloud provider (upstream `cloudprovider.Interface`).
+pub trait Cloud: Send + Sync + 'static {
+    /// The instances capability.
+    type Instances: InstancesV2;
+    /// The load balancer capability.
+    type LoadBalancer: LoadBalancer;
+    /// The routes capability.
+    type Routes: Routes;
+
+    /// The provider's name; the prefix of provider IDs (`<name>://...`).
+    fn provider_name(&self) -> &str;
+
+    /// Whether the provider has a cluster ID. Without one the CCM refuses to start unless
+    /// `--allow-untagged-cloud` is given.
+    fn has_cluster_id(&self) -> bool;
+
+    /// The instances capability, if supported.
+    fn instances_v2(&self) -> Option<Arc<Self::Instances>>;
+
+    /// The load balancer capability, if supported and enabled.
+    fn load_balancer(&self) -> Option<Arc<Self::LoadBalancer>>;
+
+    /// The routes capability, if supported and enabled.
+    fn routes(&self) -> Option<Arc<Self::Routes>>;
+}
+
+/// Instance lookups by node (upstream `InstancesV2`). Implementations should use
+/// `spec.providerID` first and fall back to the node name.
+pub trait InstancesV2: Send + Sync + 'static {
+    /// Whether the node's instance exists. `Ok(false)` must mean the instance is definitely
+    /// gone: the node-lifecycle controller deletes the Node on it. Any doubt is an error.
+    fn instance_exists(&self, node: &Node) -> impl Future<Output = Result<bool, CloudError>> + Send;
+
+    /// Whether the node's instance is shut down.
+    fn instance_shutdown(&self, node: &Node) -> impl Future<Output = Result<bool, CloudError>> + Send;
+
+    /// The instance's metadata. `Ok(None)` means "skip this node for now" (upstream's nil
+    /// metadata): the node keeps its taint until its next event.
+    fn instance_metadata(&self, node: &Node) -> impl Future<Output = Result<Option<InstanceMetadata>, CloudError>> + Send;
+
+    /// A hint that the caller is about to look up all of `nodes` (a periodic sweep), so a
+    /// provider can fetch them in one bulk request instead of one by one. Optional; the
+    /// default does nothing. Errors are the provider's to log; lookups follow regardless.
+    fn prefetch(&self, nodes: &[Node]) -> impl Future<Output = ()> + Send {
+        let _ = nodes;
+        async {}
+    }
+}
+
+/// Load balancers for `type: LoadBalancer` services (upstream `LoadBalancer`).
+pub trait LoadBalancer: Send + Sync + 'static {
+    /// The load balancer's status, or `None` if it does not exist.
+    fn get_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> impl Future<Output = Result<Option<LoadBalancerStatus>, CloudError>> + Send;
+
+    /// The name the provider uses for the service's load balancer.
+    fn get_load_balancer_name(&self, cluster_name: &str, service: &Service) -> String;
+
+    /// Creates or updates the load balancer and returns its status.
+    fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Node],
+    ) -> impl Future<Output = Result<LoadBalancerStatus, CloudError>> + Send;
+
+    /// Updates the load balancer's backends to `nodes`.
+    fn update_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Node],
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Deletes the load balancer if it exists. Must never return `ImplementedElsewhere`.
+    fn ensure_load_balancer_deleted(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+}
+
+/// Routes for pod CIDRs (upstream `Routes`).
+pub trait Routes: Send + Sync + 'static {
+    /// All routes of the cluster.
+    fn list_routes(&self, cluster_name: &str) -> impl Future<Output = Result<Vec<Route>, CloudError>> + Send;
+
+    /// Creates a route; `name_hint` is the node's UID.
+    fn create_route(
+        &self,
+        cluster_name: &str,
+        name_hint: &str,
+        route: &Route,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Deletes a route.
+    fn delete_route(&self, cluster_name: &str, route: &Route) -> impl Future<Output = Result<(), CloudError>> + Send;
+}
+
+/// The associated type for a capability a provider does not have. It has no values, so its
+/// methods can never be called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsupported {}
+
+impl InstancesV2 for Unsupported {
+    async fn instance_exists(&self, _: &Node) -> Result<bool, CloudError> {
+        match *self {}
+    }
+    async fn instance_shutdown(&self, _: &Node) -> Result<bool, CloudError> {
+        match *self {}
+    }
+    async fn instance_metadata(&self, _: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
+        match *self {}
+    }
+}
+
+impl LoadBalancer for Unsupported {
+    async fn get_load_balancer(&self, _: &str, _: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        match *self {}
+    }
+    fn get_load_balancer_name(&self, _: &str, _: &Service) -> String {
+        match *self {}
+    }
+    async fn ensure_load_balancer(&self, _: &str, _: &Service, _: &[Node]) -> Result<LoadBalancerStatus, CloudError> {
+        match *self {}
+    }
+    async fn update_load_balancer(&self, _: &str, _: &Service, _: &[Node]) -> Result<(), CloudError> {
+        match *self {}
+    }
+    async fn ensure_load_balancer_deleted(&self, _: &str, _: &Service) -> Result<(), CloudError> {
+        match *self {}
+    }
+}
+
+impl Routes for Unsupported {
+    async fn list_routes(&self, _: &str) -> Result<Vec<Route>, CloudError> {
+        match *self {}
+    }
+    async fn create_route(&self, _: &str, _: &str, _: &Route) -> Result<(), CloudError> {
+        match *self {}
+    }
+    async fn delete_route(&self, _: &str, _: &Route) -> Result<(), CloudError> {
+        match *self {}
+    }
+}
+
+/// `"a"` + the UID without dashes, cut to 32 characters (upstream `DefaultLoadBalancerName`).
+pub fn default_load_balancer_name(service: &Service) -> String {
+    let uid = service.metadata.uid.as_deref().unwrap_or_default();
+    let mut name: String = std::iter::once('a').chain(uid.chars().filter(|c| *c != '-')).collect();
+    name.truncate(32);
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_lb_name_matches_upstream() {
+        let mut svc = Service::default();
+        svc.metadata.uid = Some("1c5a4b1d-9a6e-4a80-8b4f-0e5e8a0c9f11".into());
+        assert_eq!(default_load_balancer_name(&svc), "a1c5a4b1d9a6e4a808b4f0e5e8a0c9f1");
+        assert_eq!(default_load_balancer_name(&svc).len(), 32);
+    }
+}

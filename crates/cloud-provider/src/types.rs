@@ -1,0 +1,155 @@
+//! Neutral types exchanged between controllers and providers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::core::v1 as corev1;
+
+/// Kind of a node address (Kubernetes `NodeAddressType`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AddressType {
+    /// `Hostname`.
+    Hostname,
+    /// `ExternalIP`.
+    ExternalIp,
+    /// `InternalIP`.
+    InternalIp,
+    /// `ExternalDNS`.
+    ExternalDns,
+    /// `InternalDNS`.
+    InternalDns,
+    /// Any other value, kept verbatim.
+    Other(String),
+}
+
+impl AddressType {
+    /// The Kubernetes spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AddressType::Hostname => "Hostname",
+            AddressType::ExternalIp => "ExternalIP",
+            AddressType::InternalIp => "InternalIP",
+            AddressType::ExternalDns => "ExternalDNS",
+            AddressType::InternalDns => "InternalDNS",
+            AddressType::Other(s) => s,
+        }
+    }
+
+    /// Parses the Kubernetes spelling.
+    pub fn parse(s: &str) -> AddressType {
+        match s {
+            "Hostname" => AddressType::Hostname,
+            "ExternalIP" => AddressType::ExternalIp,
+            "InternalIP" => AddressType::InternalIp,
+            "ExternalDNS" => AddressType::ExternalDns,
+            "InternalDNS" => AddressType::InternalDns,
+            other => AddressType::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for AddressType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One address of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NodeAddress {
+    /// Kind.
+    pub kind: AddressType,
+    /// The address (an IP or a name), as the cloud spells it.
+    pub address: String,
+}
+
+impl NodeAddress {
+    /// Builds an address.
+    pub fn new(kind: AddressType, address: impl Into<String>) -> NodeAddress {
+        NodeAddress { kind, address: address.into() }
+    }
+}
+
+impl From<&corev1::NodeAddress> for NodeAddress {
+    fn from(a: &corev1::NodeAddress) -> Self {
+        NodeAddress { kind: AddressType::parse(&a.type_), address: a.address.clone() }
+    }
+}
+
+impl From<&NodeAddress> for corev1::NodeAddress {
+    fn from(a: &NodeAddress) -> Self {
+        corev1::NodeAddress { type_: a.kind.as_str().to_owned(), address: a.address.clone() }
+    }
+}
+
+/// What a provider knows about the instance behind a node (upstream `InstanceMetadata`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceMetadata {
+    /// `spec.providerID`, conventionally `<provider>://<id>`. Empty if unknown.
+    pub provider_id: String,
+    /// Instance type, for `node.kubernetes.io/instance-type`. Empty if unknown.
+    pub instance_type: String,
+    /// Addresses, for `status.addresses`.
+    pub node_addresses: Vec<NodeAddress>,
+    /// Zone, for `topology.kubernetes.io/zone`. Empty if unknown.
+    pub zone: String,
+    /// Region, for `topology.kubernetes.io/region`. Empty if unknown.
+    pub region: String,
+    /// Extra labels; keys in the `kubernetes.io`/`k8s.io` namespaces are dropped by the
+    /// controller, existing keys are never overwritten.
+    pub additional_labels: BTreeMap<String, String>,
+}
+
+/// A route in the cloud's network (upstream `cloudprovider.Route`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Route {
+    /// Provider-chosen name.
+    pub name: String,
+    /// The node the route sends traffic to (empty if unknown).
+    pub target_node: String,
+    /// Set by the provider in `list_routes` to opt in to address comparison.
+    pub enable_node_addresses: bool,
+    /// The target node's addresses.
+    pub target_node_addresses: Vec<NodeAddress>,
+    /// Destination CIDR (a pod CIDR).
+    pub destination_cidr: String,
+    /// True if the route's target no longer exists.
+    pub blackhole: bool,
+}
+
+/// How traffic to a load balancer IP reaches the nodes (`status.loadBalancer.ingress[].ipMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IpMode {
+    /// The destination IP is the load balancer's IP (kube-proxy may short-circuit).
+    Vip,
+    /// Traffic is proxied; kube-proxy must not short-circuit it.
+    Proxy,
+}
+
+impl IpMode {
+    /// The Kubernetes spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            IpMode::Vip => "VIP",
+            IpMode::Proxy => "Proxy",
+        }
+    }
+}
+
+/// One ingress point of a load balancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct LoadBalancerIngress {
+    /// IP address.
+    pub ip: Option<String>,
+    /// Hostname.
+    pub hostname: Option<String>,
+    /// IP mode.
+    pub ip_mode: Option<IpMode>,
+}
+
+/// The status a provider reports for a load balancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadBalancerStatus {
+    /// Ingress points.
+    pub ingress: Vec<LoadBalancerIngress>,
+}
