@@ -8,7 +8,8 @@
 //!                                        (cloud-controllers drives these, generic over Cloud)
 //! ```
 //!
-//! This crate holds only what both sides share: the traits ([`Cloud`], [`InstancesV2`],
+//! This crate holds only what both sides share: the traits ([`Cloud`], [`InstancesV2`] and the
+//! legacy [`Instances`]/[`Zones`],
 //! [`LoadBalancer`], [`Routes`]), neutral types ([`InstanceMetadata`], [`NodeAddress`],
 //! [`Route`], [`LoadBalancerStatus`]), the sentinel errors ([`CloudError`]), the well-known
 //! names, and the pure node helpers (addresses, provided node IP, taints). It has no I/O.
@@ -20,7 +21,9 @@ mod types;
 pub mod well_known;
 
 pub use error::{BoxError, CloudError};
-pub use traits::{Cloud, InstancesV2, LoadBalancer, Routes, Unsupported, default_load_balancer_name};
+pub use traits::{
+    Cloud, Instances, InstancesV2, LoadBalancer, Routes, Unsupported, Zone, Zones, default_load_balancer_name,
+};
 pub use types::{
     AddressType, InstanceMetadata, IpMode, LoadBalancerIngress, LoadBalancerStatus, NodeAddress, Route,
 };

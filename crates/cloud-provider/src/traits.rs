@@ -12,12 +12,16 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::error::CloudError;
-use crate::types::{InstanceMetadata, LoadBalancerStatus, Route};
+use crate::types::{InstanceMetadata, LoadBalancerStatus, NodeAddress, Route};
 
 /// A cloud provider (upstream `cloudprovider.Interface`).
 pub trait Cloud: Send + Sync + 'static {
-    /// The instances capability.
-    type Instances: InstancesV2;
+    /// The instances capability (preferred).
+    type InstancesV2: InstancesV2;
+    /// The legacy instances capability, used only when `instances_v2` is `None`.
+    type Instances: Instances;
+    /// The legacy zones capability, used with `Instances` only.
+    type Zones: Zones;
     /// The load balancer capability.
     type LoadBalancer: LoadBalancer;
     /// The routes capability.
@@ -30,8 +34,14 @@ pub trait Cloud: Send + Sync + 'static {
     /// `--allow-untagged-cloud` is given.
     fn has_cluster_id(&self) -> bool;
 
-    /// The instances capability, if supported.
-    fn instances_v2(&self) -> Option<Arc<Self::Instances>>;
+    /// The instances capability, if supported. Controllers prefer it over `instances`.
+    fn instances_v2(&self) -> Option<Arc<Self::InstancesV2>>;
+
+    /// The legacy instances capability, if supported.
+    fn instances(&self) -> Option<Arc<Self::Instances>>;
+
+    /// The legacy zones capability, if supported.
+    fn zones(&self) -> Option<Arc<Self::Zones>>;
 
     /// The load balancer capability, if supported and enabled.
     fn load_balancer(&self) -> Option<Arc<Self::LoadBalancer>>;
@@ -61,6 +71,49 @@ pub trait InstancesV2: Send + Sync + 'static {
         let _ = nodes;
         async {}
     }
+}
+
+/// Legacy instance lookups by node name or provider ID (upstream `Instances`). New providers
+/// implement [`InstancesV2`]; this exists so providers written against the old interface get
+/// upstream's exact behaviour.
+pub trait Instances: Send + Sync + 'static {
+    /// Addresses of the instance with this node name.
+    fn node_addresses(&self, node_name: &str) -> impl Future<Output = Result<Vec<NodeAddress>, CloudError>> + Send;
+    /// Addresses of the instance with this provider ID.
+    fn node_addresses_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> impl Future<Output = Result<Vec<NodeAddress>, CloudError>> + Send;
+    /// The cloud's instance ID for this node name; `InstanceNotFound` if there is none.
+    fn instance_id(&self, node_name: &str) -> impl Future<Output = Result<String, CloudError>> + Send;
+    /// Instance type by node name.
+    fn instance_type(&self, node_name: &str) -> impl Future<Output = Result<String, CloudError>> + Send;
+    /// Instance type by provider ID.
+    fn instance_type_by_provider_id(&self, provider_id: &str) -> impl Future<Output = Result<String, CloudError>> + Send;
+    /// Whether the instance exists (`Ok(false)` deletes the node).
+    fn instance_exists_by_provider_id(&self, provider_id: &str) -> impl Future<Output = Result<bool, CloudError>> + Send;
+    /// Whether the instance is shut down.
+    fn instance_shutdown_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> impl Future<Output = Result<bool, CloudError>> + Send;
+}
+
+/// A failure domain (upstream `cloudprovider.Zone`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zone {
+    /// Zone.
+    pub failure_domain: String,
+    /// Region.
+    pub region: String,
+}
+
+/// Legacy zone lookups (upstream `Zones`), used with [`Instances`] only.
+pub trait Zones: Send + Sync + 'static {
+    /// Zone by provider ID.
+    fn zone_by_provider_id(&self, provider_id: &str) -> impl Future<Output = Result<Zone, CloudError>> + Send;
+    /// Zone by node name.
+    fn zone_by_node_name(&self, node_name: &str) -> impl Future<Output = Result<Zone, CloudError>> + Send;
 }
 
 /// Load balancers for `type: LoadBalancer` services (upstream `LoadBalancer`).
@@ -129,6 +182,39 @@ impl InstancesV2 for Unsupported {
         match *self {}
     }
     async fn instance_metadata(&self, _: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
+        match *self {}
+    }
+}
+
+impl Instances for Unsupported {
+    async fn node_addresses(&self, _: &str) -> Result<Vec<NodeAddress>, CloudError> {
+        match *self {}
+    }
+    async fn node_addresses_by_provider_id(&self, _: &str) -> Result<Vec<NodeAddress>, CloudError> {
+        match *self {}
+    }
+    async fn instance_id(&self, _: &str) -> Result<String, CloudError> {
+        match *self {}
+    }
+    async fn instance_type(&self, _: &str) -> Result<String, CloudError> {
+        match *self {}
+    }
+    async fn instance_type_by_provider_id(&self, _: &str) -> Result<String, CloudError> {
+        match *self {}
+    }
+    async fn instance_exists_by_provider_id(&self, _: &str) -> Result<bool, CloudError> {
+        match *self {}
+    }
+    async fn instance_shutdown_by_provider_id(&self, _: &str) -> Result<bool, CloudError> {
+        match *self {}
+    }
+}
+
+impl Zones for Unsupported {
+    async fn zone_by_provider_id(&self, _: &str) -> Result<Zone, CloudError> {
+        match *self {}
+    }
+    async fn zone_by_node_name(&self, _: &str) -> Result<Zone, CloudError> {
         match *self {}
     }
 }

@@ -1,0 +1,123 @@
+//! What the lifecycle controller does with one node: provider answers in, decision out.
+//! No Kubernetes API calls happen here.
+
+use cloud_provider::helpers::taints::taint_exists;
+use cloud_provider::well_known::TAINT_NODE_SHUTDOWN;
+use cloud_provider::{Cloud, CloudError, Instances, InstancesV2};
+use k8s_openapi::api::core::v1::{Node, Taint};
+use tracing::error;
+
+use crate::node::metadata::{MetadataError, get_provider_id};
+
+/// The decision for one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifecycleDecision {
+    /// Leave the node as it is.
+    Keep,
+    /// The node is Ready and carries the shutdown taint: remove it.
+    RemoveShutdownTaint,
+    /// The node is not Ready and its instance is gone: delete the Node.
+    Delete,
+    /// The node is not Ready and its instance is shut down: taint it.
+    AddShutdownTaint,
+}
+
+impl LifecycleDecision {
+    /// The node after the decision is applied; `None` if it is deleted.
+    pub fn apply_to(&self, node: &Node) -> Option<Node> {
+        use cloud_provider::helpers::taints::{add_or_update_taint, remove_taint};
+        let mut n = node.clone();
+        let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
+        let new = match self {
+            LifecycleDecision::Keep => return Some(n),
+            LifecycleDecision::Delete => return None,
+            LifecycleDecision::RemoveShutdownTaint => remove_taint(&taints, &shutdown_taint()),
+            LifecycleDecision::AddShutdownTaint => add_or_update_taint(&taints, &shutdown_taint()),
+        };
+        if new.1 {
+            n.spec.get_or_insert_with(Default::default).taints = Some(new.0);
+        }
+        Some(n)
+    }
+}
+
+/// `node.cloudprovider.kubernetes.io/shutdown:NoSchedule` (no value, no timeAdded).
+pub fn shutdown_taint() -> Taint {
+    Taint { key: TAINT_NODE_SHUTDOWN.to_owned(), effect: "NoSchedule".to_owned(), value: None, time_added: None }
+}
+
+/// The status of the node's Ready condition (`Unknown` if absent).
+pub fn ready_status(node: &Node) -> &str {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status.as_str())
+        .unwrap_or("Unknown")
+}
+
+/// True if the Ready condition is `True`.
+pub fn is_ready(node: &Node) -> bool {
+    ready_status(node) == "True"
+}
+
+fn has_shutdown_taint(node: &Node) -> bool {
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+    taint_exists(taints, &shutdown_taint())
+}
+
+/// Upstream `MonitorNodes` for one node. Ready nodes are never deleted or tainted, whatever
+/// the provider says. For the others, an error from the existence check keeps the node; an
+/// error from the shutdown check is logged and leaves it untainted.
+pub async fn decide<C: Cloud>(cloud: &C, node: &Node) -> Result<LifecycleDecision, MetadataError> {
+    if is_ready(node) {
+        return Ok(if has_shutdown_taint(node) { LifecycleDecision::RemoveShutdownTaint } else { LifecycleDecision::Keep });
+    }
+    if !ensure_node_exists(cloud, node).await? {
+        return Ok(LifecycleDecision::Delete);
+    }
+    match shutdown_in_cloud(cloud, node).await {
+        Ok(true) => {
+            let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+            let identical = taints.iter().any(|t| *t == shutdown_taint());
+            Ok(if identical { LifecycleDecision::Keep } else { LifecycleDecision::AddShutdownTaint })
+        }
+        Ok(false) => Ok(LifecycleDecision::Keep),
+        Err(e) => {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            error!(node = name, error = %e, "error checking if node is shutdown");
+            Ok(LifecycleDecision::Keep)
+        }
+    }
+}
+
+/// Upstream `ensureNodeExistsByProviderID`.
+pub async fn ensure_node_exists<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, MetadataError> {
+    if let Some(v2) = cloud.instances_v2() {
+        return Ok(v2.instance_exists(node).await?);
+    }
+    let instances = cloud.instances().ok_or(MetadataError::NoInstances)?;
+    let pid = match get_provider_id(cloud, node).await {
+        Ok(pid) => pid,
+        Err(MetadataError::Cloud(CloudError::InstanceNotFound)) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    Ok(instances.instance_exists_by_provider_id(&pid).await?)
+}
+
+/// Upstream `shutdownInCloudProvider`.
+pub async fn shutdown_in_cloud<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, MetadataError> {
+    if let Some(v2) = cloud.instances_v2() {
+        return Ok(v2.instance_shutdown(node).await?);
+    }
+    let instances = cloud.instances().ok_or(MetadataError::NoInstances)?;
+    let pid = match get_provider_id(cloud, node).await {
+        Ok(pid) => pid,
+        Err(MetadataError::Cloud(CloudError::InstanceNotFound)) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match instances.instance_shutdown_by_provider_id(&pid).await {
+        Err(CloudError::NotImplemented) => Ok(false),
+        other => Ok(other?),
+    }
+}

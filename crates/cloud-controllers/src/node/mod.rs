@@ -1,0 +1,344 @@
+//! The cloud-node controller (upstream `controllers/node`).
+//!
+//! ```text
+//!  Node informer ── add/update ──► WorkQueue<name> ──► N workers ──► sync_node
+//!                                                                     │ tainted? ──no──► reconcile beta→GA labels
+//!                                                                     │ yes
+//!                                                                     ▼
+//!                                    provider.instance_metadata ──► plan_initialization (pure)
+//!                                                                     │
+//!                                     patch status.addresses ◄────────┤
+//!                                     patch providerID+labels+taints ◄┘ (taint removed last)
+//!                                     Normal "Synced" event; errors: Warning event + backoff
+//!
+//!  every --node-status-update-frequency: prefetch(initialized nodes), then per node
+//!  (--concurrent-node-status-updates at once) refresh status.addresses if they changed.
+//! ```
+
+pub mod metadata;
+pub mod plan;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_provider::{Cloud, InstancesV2};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+use crate::events::{EventRecorder, node_ref};
+use crate::informer::{Change, Informer};
+use crate::node_writes::{self, is_not_found, retry_on_conflict};
+use crate::workqueue::{ExponentialBackoff, WorkQueue};
+use metadata::{MetadataError, get_instance_metadata, get_instance_node_addresses};
+
+use plan::{InvalidProvidedNodeIp, is_uninitialized, plan_addresses, plan_initialization, plan_label_reconcile};
+
+/// Settings of the cloud-node controller (upstream flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeControllerConfig {
+    /// `--concurrent-node-syncs`: initialization workers.
+    pub workers: usize,
+    /// `--concurrent-node-status-updates` (0 = same as `workers`).
+    pub status_workers: usize,
+    /// `--node-status-update-frequency`: period of the address refresh.
+    pub status_update_frequency: Duration,
+}
+
+impl Default for NodeControllerConfig {
+    fn default() -> Self {
+        NodeControllerConfig { workers: 1, status_workers: 0, status_update_frequency: Duration::from_secs(300) }
+    }
+}
+
+/// Why syncing a node failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The provider could not tell us about the node.
+    #[error("failed to get instance metadata for node {node}: {source}")]
+    Metadata {
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: MetadataError,
+    },
+    /// The provided node IP does not match the cloud's addresses.
+    #[error("failed to get node modifiers from cloud provider: {0}")]
+    ProvidedNodeIp(#[from] InvalidProvidedNodeIp),
+    /// A Kubernetes API call failed.
+    #[error("failed to {action} node {node}: {source}")]
+    Kube {
+        /// What we tried.
+        action: &'static str,
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl SyncError {
+    /// Event reason for a Warning about this error.
+    pub fn reason(&self) -> &str {
+        match self {
+            SyncError::Metadata { source, .. } => source.reason(),
+            SyncError::ProvidedNodeIp(_) => "InvalidProvidedNodeIP",
+            SyncError::Kube { .. } => "NodeUpdateFailed",
+        }
+    }
+}
+
+/// What syncing one node comes down to (upstream `syncNode` before its API writes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyncPlan {
+    /// The node is initialized: only copy beta labels to GA labels (may be empty).
+    ReconcileLabels(std::collections::BTreeMap<String, String>),
+    /// The provider returned no metadata: leave the node tainted until its next event.
+    Skip,
+    /// Initialize the node.
+    Initialize {
+        /// The writes.
+        plan: Box<plan::InitPlan>,
+        /// The provider's answer (kept to re-plan after a conflict).
+        metadata: Box<cloud_provider::InstanceMetadata>,
+    },
+}
+
+/// Asks the provider about `node` and decides what to write. No Kubernetes API calls.
+pub async fn plan_sync<C: Cloud>(cloud: &C, node: &Node) -> Result<SyncPlan, SyncError> {
+    if !is_uninitialized(node) {
+        return Ok(SyncPlan::ReconcileLabels(plan_label_reconcile(node)));
+    }
+    let name = node.name_any();
+    let metadata = get_instance_metadata(cloud, node).await.map_err(|source| SyncError::Metadata { node: name, source })?;
+    let Some(metadata) = metadata else { return Ok(SyncPlan::Skip) };
+    let plan = plan_initialization(node, &metadata)?;
+    Ok(SyncPlan::Initialize { plan: Box::new(plan), metadata: Box::new(metadata) })
+}
+
+/// The address refresh for `nodes` (upstream `UpdateNodeStatus` without the writes): one
+/// provider lookup per initialized node, `workers` at a time; returns the nodes whose
+/// `status.addresses` must change, with the new addresses. Lookup errors are logged.
+pub async fn plan_status_updates<C: Cloud>(
+    cloud: &C,
+    nodes: &[Arc<Node>],
+    workers: usize,
+) -> Vec<(String, Vec<cloud_provider::NodeAddress>)> {
+    let initialized: Vec<Arc<Node>> = nodes.iter().filter(|n| !is_uninitialized(n)).cloned().collect();
+    if initialized.is_empty() {
+        return Vec::new();
+    }
+    if let Some(v2) = cloud.instances_v2() {
+        let owned: Vec<Node> = initialized.iter().map(|n| n.as_ref().clone()).collect();
+        v2.prefetch(&owned).await;
+    }
+    futures::stream::iter(initialized)
+        .map(|node: Arc<Node>| async move {
+            let name = node.name_any();
+            let addresses = match get_instance_node_addresses(cloud, &node).await {
+                Ok(Some(a)) => a,
+                Ok(None) => return None,
+                Err(e) => {
+                    warn!(node = %name, error = %e, "error getting instance metadata for node addresses");
+                    return None;
+                }
+            };
+            match plan_addresses(&node, &addresses) {
+                Ok(Some(new)) => Some((name, new)),
+                Ok(None) => None,
+                Err(e) => {
+                    error!(node = %name, error = %e, "failed to update node addresses");
+                    None
+                }
+            }
+        })
+        .buffer_unordered(workers.max(1))
+        .filter_map(std::future::ready)
+        .collect()
+        .await
+}
+
+/// The cloud-node controller.
+pub struct CloudNodeController<C: Cloud> {
+    inner: Arc<Inner<C>>,
+}
+
+struct Inner<C: Cloud> {
+    api: Api<Node>,
+    cloud: Arc<C>,
+    store: Store<Node>,
+    queue: WorkQueue<String>,
+    events: EventRecorder,
+    config: NodeControllerConfig,
+}
+
+impl<C: Cloud> CloudNodeController<C> {
+    /// Wires the controller to the shared node informer (every add and update, including
+    /// resyncs, enqueues the node).
+    pub fn new(
+        client: Client,
+        cloud: Arc<C>,
+        informer: &mut Informer<Node>,
+        config: NodeControllerConfig,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let queue = WorkQueue::new(ExponentialBackoff::CONTROLLER_DEFAULT, shutdown);
+        let q = queue.clone();
+        informer.on_change(move |change| {
+            if let Change::Applied { new, .. } = change {
+                q.add(new.name_any());
+            }
+        });
+        CloudNodeController {
+            inner: Arc::new(Inner {
+                api: Api::all(client.clone()),
+                cloud,
+                store: informer.store(),
+                queue,
+                events: EventRecorder::new(client, "cloud-node-controller"),
+                config,
+            }),
+        }
+    }
+
+    /// Runs the workers and the periodic address refresh until `shutdown`.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let inner = self.inner;
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = inner.store.wait_until_ready() => if r.is_err() { return },
+        }
+        info!(workers = inner.config.workers, "cloud-node controller started");
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..inner.config.workers.max(1) {
+            let inner = inner.clone();
+            tasks.spawn(async move { inner.worker().await });
+        }
+        let status = inner.clone();
+        let token = shutdown.clone();
+        tasks.spawn(async move { status.status_loop(token).await });
+        shutdown.cancelled().await;
+        tasks.shutdown().await;
+    }
+}
+
+impl<C: Cloud> Inner<C> {
+    async fn worker(&self) {
+        while let Some(name) = self.queue.get().await {
+            match self.sync_node(&name).await {
+                Ok(()) => self.queue.forget(&name),
+                Err(e) => {
+                    let failures = self.queue.failures(&name);
+                    // First failure, then every doubling: visible but not a flood.
+                    if failures.is_power_of_two() || failures == 0 {
+                        if let Some(node) = self.store.get(&ObjectRef::new(&name)) {
+                            self.events.warning(&node_ref(&node), e.reason(), "InitializeNode", e.to_string()).await;
+                        }
+                    } else {
+                        warn!(node = %name, error = %e, "node sync failed");
+                    }
+                    let delay = self.queue.add_rate_limited(name.clone());
+                    debug!(node = %name, ?delay, "requeued");
+                }
+            }
+            self.queue.done(&name);
+        }
+    }
+
+    /// Upstream `syncNode`.
+    async fn sync_node(&self, name: &str) -> Result<(), SyncError> {
+        let Some(node) = self.store.get(&ObjectRef::new(name)) else { return Ok(()) };
+        let (plan, metadata) = match plan_sync(&*self.cloud, &node).await? {
+            SyncPlan::ReconcileLabels(labels) => {
+                if !labels.is_empty() {
+                    node_writes::patch_labels(&self.api, name, &labels).await.map_err(|source| SyncError::Kube {
+                        action: "reconcile labels of",
+                        node: name.to_owned(),
+                        source,
+                    })?;
+                }
+                return Ok(());
+            }
+            SyncPlan::Skip => {
+                info!(node = %name, "skip sync node because cloud provided nil metadata");
+                return Ok(());
+            }
+            SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
+        };
+        info!(node = %name, "initializing node with cloud provider");
+        let kube_err = |action| move |source| SyncError::Kube { action, node: name.to_owned(), source };
+
+        if let Some(addresses) = &plan.addresses {
+            match node_writes::patch_addresses(&self.api, name, addresses).await {
+                Err(e) if is_not_found(&e) => return Ok(()),
+                r => r.map(|_| ()).map_err(kube_err("write addresses of"))?,
+            }
+        }
+
+        let result = retry_on_conflict(20, Duration::from_millis(50), |attempt| {
+            let node = node.clone();
+            let metadata = &metadata;
+            let plan = &plan;
+            async move {
+                let (current, plan) = if attempt == 0 {
+                    (node, plan.clone())
+                } else {
+                    let fresh = self.api.get(name).await?;
+                    if !is_uninitialized(&fresh) {
+                        return Ok(false);
+                    }
+                    let replanned = plan_initialization(&fresh, metadata).unwrap_or_else(|_| plan.clone());
+                    (Arc::new(fresh), replanned)
+                };
+                let rv = current.resource_version().unwrap_or_default();
+                node_writes::patch_spec_and_labels(
+                    &self.api,
+                    name,
+                    &rv,
+                    plan.provider_id.as_deref(),
+                    &plan.labels,
+                    &plan.taints,
+                )
+                .await
+                .map(|_| true)
+            }
+        })
+        .await;
+        match result {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => return Err(kube_err("initialize")(e)),
+        }
+        info!(node = %name, provider_id = %metadata.provider_id, "successfully initialized node with cloud provider");
+        self.events.normal(&node_ref(&node), "Synced", "InitializeNode", "Node synced successfully".to_owned()).await;
+        Ok(())
+    }
+
+    /// Upstream `UpdateNodeStatus`, every `status_update_frequency` (sliding).
+    async fn status_loop(&self, shutdown: CancellationToken) {
+        loop {
+            self.update_node_status().await;
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(self.config.status_update_frequency) => {}
+            }
+        }
+    }
+
+    async fn update_node_status(&self) {
+        let workers = if self.config.status_workers == 0 { self.config.workers } else { self.config.status_workers };
+        let updates = plan_status_updates(&*self.cloud, &self.store.state(), workers).await;
+        for (name, addresses) in updates {
+            if let Err(e) = node_writes::patch_addresses(&self.api, &name, &addresses).await {
+                error!(node = %name, error = %e, "error patching node addresses");
+            }
+        }
+    }
+}

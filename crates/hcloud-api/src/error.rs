@@ -1,0 +1,392 @@
+//! The one error type of the client.
+//!
+//! Every failure is one of: an API error (the server answered with the Hetzner error envelope,
+//! or with a non-success status and no envelope), a transport error (connection refused, reset,
+//! TLS), a timeout, an undecodable response body, or a failed/timed-out action.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::models::ActionId;
+
+crate::string_enum! {
+    /// An error code of the Hetzner Cloud API (`error.code` in the error envelope).
+    ///
+    /// Codes this client does not know are kept as [`ErrorCode::Unknown`], never rejected.
+    pub enum ErrorCode {
+        /// The resource does not exist.
+        NotFound = "not_found",
+        /// The project's request budget is used up.
+        RateLimitExceeded = "rate_limit_exceeded",
+        /// The resource changed during the request; retry.
+        Conflict = "conflict",
+        /// Another action is running on the resource.
+        Locked = "locked",
+        /// A field that must be unique (usually `name`) is already taken.
+        UniquenessError = "uniqueness_error",
+        /// The requested resource is currently unavailable.
+        ResourceUnavailable = "resource_unavailable",
+        /// A quota or per-resource maximum would be exceeded.
+        ResourceLimitExceeded = "resource_limit_exceeded",
+        /// The resource is protected against this action.
+        Protected = "protected",
+        /// The operation cannot run during maintenance.
+        Maintenance = "maintenance",
+        /// The input failed validation; see [`ErrorDetails::InvalidInput`].
+        InvalidInput = "invalid_input",
+        /// The request body was not valid JSON.
+        JsonError = "json_error",
+        /// The token is missing or invalid.
+        Unauthorized = "unauthorized",
+        /// The token lacks permission.
+        Forbidden = "forbidden",
+        /// The token is read-only.
+        TokenReadonly = "token_readonly",
+        /// An error inside the API.
+        ServerError = "server_error",
+        /// An error inside a backing service.
+        ServiceError = "service_error",
+        /// The API could not answer in time; retry.
+        Timeout = "timeout",
+        /// The API backend could not be reached; retry.
+        BadGateway = "bad_gateway",
+        /// The API is unavailable.
+        Unavailable = "unavailable",
+        /// The resource does not support this.
+        UnsupportedError = "unsupported_error",
+        /// Load Balancer: the target is already defined.
+        TargetAlreadyDefined = "target_already_defined",
+        /// Load Balancer: the listen port is already used by another service.
+        SourcePortAlreadyUsed = "source_port_already_used",
+        /// Load Balancer: already attached to that network.
+        LoadBalancerAlreadyAttached = "load_balancer_already_attached",
+        /// Load Balancer: not attached to a network.
+        LoadBalancerNotAttachedToNetwork = "load_balancer_not_attached_to_network",
+        /// Load Balancer: the server target is not in the Load Balancer's network.
+        ServerNotAttachedToNetwork = "server_not_attached_to_network",
+        /// Load Balancer: the IP target is not owned by the project.
+        IpNotOwned = "ip_not_owned",
+        /// Load Balancer: the IP target belongs to a Hetzner Cloud resource.
+        CloudResourceIpNotAllowed = "cloud_resource_ip_not_allowed",
+        /// Load Balancer: the type does not fit the Load Balancer.
+        InvalidLoadBalancerType = "invalid_load_balancer_type",
+        /// Load Balancer: some targets use the public IP.
+        TargetsWithoutUsePrivateIp = "targets_without_use_private_ip",
+        /// Network: the requested IP is not available.
+        IpNotAvailable = "ip_not_available",
+        /// Network: no subnet or IP left.
+        NoSubnetAvailable = "no_subnet_available",
+        /// Server: already attached to that network.
+        ServerAlreadyAttached = "server_already_attached",
+    }
+}
+
+/// Structured details of an API error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorDetails {
+    /// `invalid_input`: the fields that failed validation.
+    InvalidInput(Vec<InvalidField>),
+    /// Any other details object, kept as JSON text.
+    Other(String),
+}
+
+/// One field reported by an `invalid_input` error.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct InvalidField {
+    /// The request field's name, e.g. `name` or `label_selector`.
+    pub name: String,
+    /// What is wrong with it.
+    #[serde(default)]
+    pub messages: Vec<String>,
+}
+
+/// An error answered by the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The API error code. Answers without the error envelope get a code derived from the
+    /// status (e.g. 502 → `bad_gateway`, 404 → `not_found`).
+    pub code: ErrorCode,
+    /// The API's human-readable message.
+    pub message: String,
+    /// Structured details, if any.
+    pub details: Option<ErrorDetails>,
+    /// The `X-Correlation-Id` response header, for Hetzner support.
+    pub correlation_id: Option<String>,
+    /// Method and path of the request, e.g. `POST /load_balancers/7/actions/add_target`.
+    pub request: String,
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {} ({}, HTTP {}", self.request, self.message, self.code, self.status)?;
+        if let Some(id) = &self.correlation_id {
+            write!(f, ", correlation id {id}")?;
+        }
+        write!(f, ")")?;
+        if let Some(ErrorDetails::InvalidInput(fields)) = &self.details {
+            for field in fields {
+                write!(f, "; field `{}`: {}", field.name, field.messages.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every way a client call can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API answered with an error.
+    #[error("{0}")]
+    Api(Box<ApiError>),
+    /// The request did not reach the API or the connection broke.
+    #[error("{request}: transport error: {source}")]
+    Transport {
+        /// Method and path of the request.
+        request: String,
+        /// The underlying HTTP client error (never contains the token).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// No answer within the per-request timeout.
+    #[error("{request}: no answer within {after:?}")]
+    Timeout {
+        /// Method and path of the request.
+        request: String,
+        /// The per-request timeout.
+        after: Duration,
+    },
+    /// The answer could not be decoded.
+    #[error("{request}: could not decode the response: {message}")]
+    Decode {
+        /// Method and path of the request.
+        request: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// An action finished with status `error`.
+    #[error("action {id} ({command}) failed: {message} ({code})")]
+    ActionFailed {
+        /// The action.
+        id: ActionId,
+        /// The action's command, e.g. `add_target`.
+        command: String,
+        /// The action's error code.
+        code: ErrorCode,
+        /// The action's error message.
+        message: String,
+    },
+    /// An action was still running at the deadline.
+    #[error("action {id} ({command}) still running after {waited:?}")]
+    ActionTimeout {
+        /// The action.
+        id: ActionId,
+        /// The action's command.
+        command: String,
+        /// How long the waiter waited.
+        waited: Duration,
+    },
+    /// A client-side precondition failed (bad endpoint URL, bad argument).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// The API error, if this is one.
+    pub fn api(&self) -> Option<&ApiError> {
+        match self {
+            Error::Api(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The API error code, if this is an API error.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        self.api().map(|e| &e.code)
+    }
+
+    /// True if the API said the resource does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.code() == Some(&ErrorCode::NotFound)
+    }
+
+    /// True if the API refused because of the rate limit.
+    pub fn is_rate_limited(&self) -> bool {
+        self.code() == Some(&ErrorCode::RateLimitExceeded)
+    }
+
+    /// True for failures that say nothing about the resource and may pass if tried again
+    /// later: rate limit, conflict, locked, 5xx, timeouts and transport errors.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Api(e) => {
+                e.status >= 500
+                    || matches!(
+                        e.code,
+                        ErrorCode::RateLimitExceeded
+                            | ErrorCode::Conflict
+                            | ErrorCode::Locked
+                            | ErrorCode::Timeout
+                            | ErrorCode::Maintenance
+                            | ErrorCode::ResourceUnavailable
+                            | ErrorCode::BadGateway
+                    )
+            }
+            Error::Transport { .. } | Error::Timeout { .. } | Error::ActionTimeout { .. } => true,
+            Error::Decode { .. } | Error::ActionFailed { .. } | Error::InvalidArgument(_) => false,
+        }
+    }
+}
+
+impl From<ApiError> for Error {
+    fn from(e: ApiError) -> Self {
+        Error::Api(Box::new(e))
+    }
+}
+
+/// The fallback code for a status answered without the error envelope.
+pub(crate) fn code_for_status(status: u16) -> ErrorCode {
+    match status {
+        400 => ErrorCode::InvalidInput,
+        401 => ErrorCode::Unauthorized,
+        403 => ErrorCode::Forbidden,
+        404 => ErrorCode::NotFound,
+        409 => ErrorCode::Conflict,
+        423 => ErrorCode::Locked,
+        429 => ErrorCode::RateLimitExceeded,
+        502 => ErrorCode::BadGateway,
+        503 => ErrorCode::Unavailable,
+        504 => ErrorCode::Timeout,
+        500..=599 => ErrorCode::ServerError,
+        other => ErrorCode::Unknown(format!("http_{other}")),
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    error: EnvelopeError,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeError {
+    code: ErrorCode,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    details: Option<serde_json::Value>,
+}
+
+/// Builds an [`ApiError`] from a non-success answer.
+pub(crate) fn parse_api_error(
+    status: u16,
+    body: &[u8],
+    correlation_id: Option<String>,
+    request: String,
+) -> ApiError {
+    match serde_json::from_slice::<Envelope>(body) {
+        Ok(env) => {
+            let details = env.error.details.and_then(|d| parse_details(&env.error.code, d));
+            ApiError {
+                status,
+                code: env.error.code,
+                message: env.error.message,
+                details,
+                correlation_id,
+                request,
+            }
+        }
+        Err(_) => {
+            let text = String::from_utf8_lossy(body);
+            let snippet: String = text.chars().take(200).collect();
+            ApiError {
+                status,
+                code: code_for_status(status),
+                message: if snippet.trim().is_empty() {
+                    format!("HTTP {status} without a body")
+                } else {
+                    format!("HTTP {status}: {}", snippet.trim())
+                },
+                details: None,
+                correlation_id,
+                request,
+            }
+        }
+    }
+}
+
+fn parse_details(code: &ErrorCode, details: serde_json::Value) -> Option<ErrorDetails> {
+    if details.is_null() || details.as_object().is_some_and(|o| o.is_empty()) {
+        return None;
+    }
+    if *code == ErrorCode::InvalidInput {
+        #[derive(Deserialize)]
+        struct Fields {
+            fields: Vec<InvalidField>,
+        }
+        if let Ok(f) = serde_json::from_value::<Fields>(details.clone()) {
+            return Some(ErrorDetails::InvalidInput(f.fields));
+        }
+    }
+    Some(ErrorDetails::Other(details.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_invalid_input_with_fields() {
+        let body = br#"{"error":{"code":"invalid_input","message":"invalid input in field 'name'",
+            "details":{"fields":[{"name":"name","messages":["is too long"]}]}}}"#;
+        let e = parse_api_error(400, body, Some("abc".into()), "POST /servers".into());
+        assert_eq!(e.code, ErrorCode::InvalidInput);
+        assert_eq!(
+            e.details,
+            Some(ErrorDetails::InvalidInput(vec![InvalidField {
+                name: "name".into(),
+                messages: vec!["is too long".into()]
+            }]))
+        );
+        let text = e.to_string();
+        assert!(text.contains("field `name`: is too long"), "{text}");
+        assert!(text.contains("correlation id abc"), "{text}");
+    }
+
+    #[test]
+    fn unknown_code_is_kept() {
+        let body = br#"{"error":{"code":"brand_new_code","message":"m","details":null}}"#;
+        let e = parse_api_error(422, body, None, "GET /x".into());
+        assert_eq!(e.code, ErrorCode::Unknown("brand_new_code".into()));
+        assert_eq!(e.code.as_str(), "brand_new_code");
+    }
+
+    #[test]
+    fn non_json_body_gets_status_code() {
+        let e = parse_api_error(502, b"<html>bad gateway</html>", None, "GET /x".into());
+        assert_eq!(e.code, ErrorCode::BadGateway);
+        assert!(e.message.contains("bad gateway"));
+        let e = parse_api_error(504, b"", None, "GET /x".into());
+        assert_eq!(e.code, ErrorCode::Timeout);
+    }
+
+    #[test]
+    fn transient_classification() {
+        let api = |status, code| Error::from(ApiError {
+            status,
+            code,
+            message: String::new(),
+            details: None,
+            correlation_id: None,
+            request: String::new(),
+        });
+        assert!(api(429, ErrorCode::RateLimitExceeded).is_transient());
+        assert!(api(423, ErrorCode::Locked).is_transient());
+        assert!(api(500, ErrorCode::ServerError).is_transient());
+        assert!(!api(404, ErrorCode::NotFound).is_transient());
+        assert!(!api(400, ErrorCode::InvalidInput).is_transient());
+        assert!(api(404, ErrorCode::NotFound).is_not_found());
+    }
+}

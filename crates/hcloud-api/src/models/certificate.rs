@@ -1,0 +1,112 @@
+//! TLS certificates (uploaded and managed).
+
+use serde::{Deserialize, Serialize};
+
+use super::common::{CertificateId, Labels};
+
+crate::string_enum! {
+    /// Kind of certificate.
+    #[derive(Default)]
+    pub enum CertificateKind {
+        /// Uploaded by the user.
+        #[default]
+        Uploaded = "uploaded",
+        /// Issued and renewed by Hetzner (Let's Encrypt).
+        Managed = "managed",
+    }
+}
+
+/// A certificate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Certificate {
+    /// Id.
+    pub id: CertificateId,
+    /// Name.
+    pub name: String,
+    /// Kind.
+    #[serde(rename = "type")]
+    pub kind: CertificateKind,
+    /// Domains covered.
+    pub domain_names: Vec<String>,
+    /// Labels.
+    pub labels: Labels,
+    /// Fingerprint.
+    pub fingerprint: Option<String>,
+    /// Validity start.
+    pub not_valid_before: Option<String>,
+    /// Validity end.
+    pub not_valid_after: Option<String>,
+    /// Issuance/renewal state of a managed certificate.
+    pub status: Option<CertificateStatus>,
+}
+
+/// Issuance/renewal state of a managed certificate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct CertificateStatus {
+    /// `pending`, `completed` or `failed`.
+    pub issuance: String,
+    /// `scheduled`, `pending`, `failed` or `unavailable`.
+    pub renewal: String,
+}
+
+/// Filters for listing certificates.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CertificateListParams {
+    /// Exact name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Label selector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+}
+
+/// Body of `POST /certificates`.
+#[derive(Debug, Clone)]
+pub enum CreateCertificateRequest {
+    /// Upload a certificate and its key.
+    Uploaded {
+        /// Name.
+        name: String,
+        /// PEM certificate chain.
+        certificate: String,
+        /// PEM private key.
+        private_key: secrecy::SecretString,
+        /// Labels.
+        labels: Labels,
+    },
+    /// Let Hetzner issue one.
+    Managed {
+        /// Name.
+        name: String,
+        /// Domains.
+        domain_names: Vec<String>,
+        /// Labels.
+        labels: Labels,
+    },
+}
+
+impl Serialize for CreateCertificateRequest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use secrecy::ExposeSecret;
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match self {
+            CreateCertificateRequest::Uploaded { name, certificate, private_key, labels } => {
+                m.serialize_entry("name", name)?;
+                m.serialize_entry("type", "uploaded")?;
+                m.serialize_entry("certificate", certificate)?;
+                m.serialize_entry("private_key", private_key.expose_secret())?;
+                m.serialize_entry("labels", labels)?;
+            }
+            CreateCertificateRequest::Managed { name, domain_names, labels } => {
+                m.serialize_entry("name", name)?;
+                m.serialize_entry("type", "managed")?;
+                m.serialize_entry("domain_names", domain_names)?;
+                m.serialize_entry("labels", labels)?;
+            }
+        }
+        m.end()
+    }
+}
