@@ -61,7 +61,9 @@ fn truncate(mut s: String, max: usize) -> String {
 }
 
 fn hostname() -> Option<String> {
-    std::env::var("HOSTNAME").ok().or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_owned()))
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_owned()))
 }
 
 /// The reference for events about a node (apiVersion v1, kind Node, name, UID).

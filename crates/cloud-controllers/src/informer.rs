@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Resource;
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
-use kube::Resource;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -123,9 +123,7 @@ where
             Event::Init | Event::InitDone => {}
         }
         let old = match &event {
-            Event::Apply(obj) | Event::InitApply(obj) | Event::Delete(obj) => {
-                self.store.get(&ObjectRef::from_obj(obj))
-            }
+            Event::Apply(obj) | Event::InitApply(obj) | Event::Delete(obj) => self.store.get(&ObjectRef::from_obj(obj)),
             Event::Init | Event::InitDone => None,
         };
         match &event {

@@ -22,6 +22,8 @@ pub mod informer;
 pub mod lifecycle;
 pub mod node;
 pub mod node_writes;
+#[cfg(test)]
+mod testing;
 pub mod workqueue;
 
 pub use informer::{Change, Informer};

@@ -22,8 +22,7 @@ pub mod well_known;
 
 pub use error::{BoxError, CloudError};
 pub use traits::{
-    Cloud, Instances, InstancesV2, LoadBalancer, Routes, Unsupported, Zone, Zones, default_load_balancer_name,
+    Cloud, Instances, InstancesV2, LoadBalancer, LookupPurpose, Routes, Unsupported, Zone, Zones,
+    default_load_balancer_name,
 };
-pub use types::{
-    AddressType, InstanceMetadata, IpMode, LoadBalancerIngress, LoadBalancerStatus, NodeAddress, Route,
-};
+pub use types::{AddressType, InstanceMetadata, IpMode, LoadBalancerIngress, LoadBalancerStatus, NodeAddress, Route};

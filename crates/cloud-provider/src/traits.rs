@@ -50,6 +50,15 @@ pub trait Cloud: Send + Sync + 'static {
     fn routes(&self) -> Option<Arc<Self::Routes>>;
 }
 
+/// What a batch of lookups announced with [`InstancesV2::prefetch`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupPurpose {
+    /// `instance_metadata` calls (initialization, address refresh).
+    Metadata,
+    /// `instance_exists`/`instance_shutdown` calls (node lifecycle).
+    Lifecycle,
+}
+
 /// Instance lookups by node (upstream `InstancesV2`). Implementations should use
 /// `spec.providerID` first and fall back to the node name.
 pub trait InstancesV2: Send + Sync + 'static {
@@ -62,13 +71,17 @@ pub trait InstancesV2: Send + Sync + 'static {
 
     /// The instance's metadata. `Ok(None)` means "skip this node for now" (upstream's nil
     /// metadata): the node keeps its taint until its next event.
-    fn instance_metadata(&self, node: &Node) -> impl Future<Output = Result<Option<InstanceMetadata>, CloudError>> + Send;
+    fn instance_metadata(
+        &self,
+        node: &Node,
+    ) -> impl Future<Output = Result<Option<InstanceMetadata>, CloudError>> + Send;
 
-    /// A hint that the caller is about to look up all of `nodes` (a periodic sweep), so a
-    /// provider can fetch them in one bulk request instead of one by one. Optional; the
-    /// default does nothing. Errors are the provider's to log; lookups follow regardless.
-    fn prefetch(&self, nodes: &[Node]) -> impl Future<Output = ()> + Send {
-        let _ = nodes;
+    /// A hint that the caller is about to look up all of `nodes` for `purpose` (a periodic
+    /// sweep, a burst of initializations), so a provider can fetch them in one bulk request
+    /// instead of one by one. Optional; the default does nothing. Errors are the provider's
+    /// to log; lookups follow regardless.
+    fn prefetch(&self, nodes: &[Arc<Node>], purpose: LookupPurpose) -> impl Future<Output = ()> + Send {
+        let _ = (nodes, purpose);
         async {}
     }
 }
@@ -89,9 +102,15 @@ pub trait Instances: Send + Sync + 'static {
     /// Instance type by node name.
     fn instance_type(&self, node_name: &str) -> impl Future<Output = Result<String, CloudError>> + Send;
     /// Instance type by provider ID.
-    fn instance_type_by_provider_id(&self, provider_id: &str) -> impl Future<Output = Result<String, CloudError>> + Send;
+    fn instance_type_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> impl Future<Output = Result<String, CloudError>> + Send;
     /// Whether the instance exists (`Ok(false)` deletes the node).
-    fn instance_exists_by_provider_id(&self, provider_id: &str) -> impl Future<Output = Result<bool, CloudError>> + Send;
+    fn instance_exists_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> impl Future<Output = Result<bool, CloudError>> + Send;
     /// Whether the instance is shut down.
     fn instance_shutdown_by_provider_id(
         &self,

@@ -330,12 +330,13 @@ impl Client {
         body: Option<&B>,
     ) -> Result<Answer, Error> {
         let request_name = format!("{} {}", method, target.path);
-        let body = match body {
-            Some(b) => Some(serde_json::to_vec(b).map_err(|e| Error::InvalidArgument(format!(
-                "{request_name}: cannot encode the request body: {e}"
-            )))?),
-            None => None,
-        };
+        let body =
+            match body {
+                Some(b) => Some(serde_json::to_vec(b).map_err(|e| {
+                    Error::InvalidArgument(format!("{request_name}: cannot encode the request body: {e}"))
+                })?),
+                None => None,
+            };
         let retry = self.inner.retry;
         let mut attempt = 0;
         loop {
@@ -363,11 +364,8 @@ impl Client {
     ) -> Attempt {
         let inner = &self.inner;
         let url = format!("{}{}", inner.endpoint, target.path);
-        let mut req = inner
-            .http
-            .request(method.clone(), &url)
-            .bearer_auth(inner.token.expose_secret())
-            .timeout(inner.timeout);
+        let mut req =
+            inner.http.request(method.clone(), &url).bearer_auth(inner.token.expose_secret()).timeout(inner.timeout);
         if !query.is_empty() {
             req = req.query(query);
         }
@@ -411,11 +409,10 @@ impl Client {
         if status.is_success() {
             return Attempt::Done(Ok(Answer { body: bytes }));
         }
-        let correlation_id =
-            headers.get("x-correlation-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let correlation_id = headers.get("x-correlation-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let api = parse_api_error(status.as_u16(), &bytes, correlation_id, request_name.to_owned());
-        let retryable = api.code == crate::ErrorCode::Conflict
-            || (idempotent && matches!(status.as_u16(), 429 | 502 | 503 | 504));
+        let retryable =
+            api.code == crate::ErrorCode::Conflict || (idempotent && matches!(status.as_u16(), 429 | 502 | 503 | 504));
         let err = Error::from(api);
         if retryable { Attempt::Retry(err) } else { Attempt::Done(Err(err)) }
     }
@@ -526,11 +523,10 @@ impl Client {
         loop {
             for a in &current {
                 if a.status == ActionStatus::Error {
-                    let (code, message) = a
-                        .error
-                        .as_ref()
-                        .map(|e| (e.code.clone(), e.message.clone()))
-                        .unwrap_or_else(|| (crate::ErrorCode::Unknown("action_failed".into()), "no error details".into()));
+                    let (code, message) =
+                        a.error.as_ref().map(|e| (e.code.clone(), e.message.clone())).unwrap_or_else(|| {
+                            (crate::ErrorCode::Unknown("action_failed".into()), "no error details".into())
+                        });
                     return Err(Error::ActionFailed { id: a.id, command: a.command.clone(), code, message });
                 }
             }
@@ -561,10 +557,8 @@ impl Client {
 }
 
 pub(crate) fn decode<T: DeserializeOwned>(body: &[u8], method: &Method, target: &Target) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode {
-        request: format!("{method} {}", target.path),
-        message: e.to_string(),
-    })
+    serde_json::from_slice(body)
+        .map_err(|e| Error::Decode { request: format!("{method} {}", target.path), message: e.to_string() })
 }
 
 #[cfg(test)]

@@ -280,23 +280,11 @@ struct EnvelopeError {
 }
 
 /// Builds an [`ApiError`] from a non-success answer.
-pub(crate) fn parse_api_error(
-    status: u16,
-    body: &[u8],
-    correlation_id: Option<String>,
-    request: String,
-) -> ApiError {
+pub(crate) fn parse_api_error(status: u16, body: &[u8], correlation_id: Option<String>, request: String) -> ApiError {
     match serde_json::from_slice::<Envelope>(body) {
         Ok(env) => {
             let details = env.error.details.and_then(|d| parse_details(&env.error.code, d));
-            ApiError {
-                status,
-                code: env.error.code,
-                message: env.error.message,
-                details,
-                correlation_id,
-                request,
-            }
+            ApiError { status, code: env.error.code, message: env.error.message, details, correlation_id, request }
         }
         Err(_) => {
             let text = String::from_utf8_lossy(body);
@@ -374,14 +362,16 @@ mod tests {
 
     #[test]
     fn transient_classification() {
-        let api = |status, code| Error::from(ApiError {
-            status,
-            code,
-            message: String::new(),
-            details: None,
-            correlation_id: None,
-            request: String::new(),
-        });
+        let api = |status, code| {
+            Error::from(ApiError {
+                status,
+                code,
+                message: String::new(),
+                details: None,
+                correlation_id: None,
+                request: String::new(),
+            })
+        };
         assert!(api(429, ErrorCode::RateLimitExceeded).is_transient());
         assert!(api(423, ErrorCode::Locked).is_transient());
         assert!(api(500, ErrorCode::ServerError).is_transient());

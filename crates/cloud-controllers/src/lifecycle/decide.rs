@@ -71,7 +71,11 @@ fn has_shutdown_taint(node: &Node) -> bool {
 /// error from the shutdown check is logged and leaves it untainted.
 pub async fn decide<C: Cloud>(cloud: &C, node: &Node) -> Result<LifecycleDecision, MetadataError> {
     if is_ready(node) {
-        return Ok(if has_shutdown_taint(node) { LifecycleDecision::RemoveShutdownTaint } else { LifecycleDecision::Keep });
+        return Ok(if has_shutdown_taint(node) {
+            LifecycleDecision::RemoveShutdownTaint
+        } else {
+            LifecycleDecision::Keep
+        });
     }
     if !ensure_node_exists(cloud, node).await? {
         return Ok(LifecycleDecision::Delete);

@@ -11,6 +11,8 @@
 //! ```
 
 pub mod decide;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,11 +75,11 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
     /// One pass over all nodes (upstream `MonitorNodes`, concurrently).
     pub async fn monitor_nodes(&self) {
         let nodes = self.store.state();
-        let not_ready: Vec<Node> = nodes.iter().filter(|n| !is_ready(n)).map(|n| n.as_ref().clone()).collect();
+        let not_ready: Vec<Arc<Node>> = nodes.iter().filter(|n| !is_ready(n)).cloned().collect();
         if !not_ready.is_empty()
             && let Some(v2) = self.cloud.instances_v2()
         {
-            v2.prefetch(&not_ready).await;
+            v2.prefetch(&not_ready, cloud_provider::LookupPurpose::Lifecycle).await;
         }
         futures::stream::iter(nodes)
             .for_each_concurrent(CONCURRENCY, |node| async move { self.monitor_node(&node).await })
@@ -126,7 +128,12 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             Err(e) => {
                 error!(node = %name, error = %e, "unable to delete node");
                 self.events
-                    .warning(&reference, "DeletingNodeFailed", "DeleteNode", format!("Failed deleting node {name}: {e}"))
+                    .warning(
+                        &reference,
+                        "DeletingNodeFailed",
+                        "DeleteNode",
+                        format!("Failed deleting node {name}: {e}"),
+                    )
                     .await;
             }
         }

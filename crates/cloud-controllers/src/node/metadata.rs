@@ -36,7 +36,9 @@ pub enum MetadataError {
         by_name: CloudError,
     },
     /// Legacy path: both zone lookups failed.
-    #[error("failed to get zone from cloud provider: Zone: Error fetching by providerID: {by_provider_id} Error fetching by NodeName: {by_name}")]
+    #[error(
+        "failed to get zone from cloud provider: Zone: Error fetching by providerID: {by_provider_id} Error fetching by NodeName: {by_name}"
+    )]
     Zone {
         /// Error of the lookup by provider ID.
         by_provider_id: CloudError,
@@ -92,7 +94,10 @@ pub async fn get_instance_provider_id<C: Cloud>(cloud: &C, node_name: &str) -> R
 /// is an error if the node has none either. Legacy Instances: provider ID from the node or
 /// `InstanceID` (`NotImplemented` tolerated), addresses and type by provider ID then by name,
 /// zone/region from Zones if available.
-pub async fn get_instance_metadata<C: Cloud>(cloud: &C, node: &Node) -> Result<Option<InstanceMetadata>, MetadataError> {
+pub async fn get_instance_metadata<C: Cloud>(
+    cloud: &C,
+    node: &Node,
+) -> Result<Option<InstanceMetadata>, MetadataError> {
     let mut pid = provider_id(node).to_owned();
     let name = node_name(node);
     if let Some(v2) = cloud.instances_v2() {
@@ -128,7 +133,8 @@ pub async fn get_instance_metadata<C: Cloud>(cloud: &C, node: &Node) -> Result<O
             .await
             .map_err(|by_name| MetadataError::InstanceType { by_provider_id, by_name })?,
     };
-    let mut metadata = InstanceMetadata { provider_id: pid.clone(), instance_type, node_addresses, ..Default::default() };
+    let mut metadata =
+        InstanceMetadata { provider_id: pid.clone(), instance_type, node_addresses, ..Default::default() };
     if let Some(zones) = cloud.zones() {
         let zone = match zones.zone_by_provider_id(&pid).await {
             Ok(z) => z,
@@ -150,16 +156,18 @@ async fn addresses_by_provider_id_or_name<I: Instances>(
 ) -> Result<Vec<NodeAddress>, MetadataError> {
     match instances.node_addresses_by_provider_id(pid).await {
         Ok(a) => Ok(a),
-        Err(by_provider_id) => instances
-            .node_addresses(name)
-            .await
-            .map_err(|by_name| MetadataError::Addresses { by_provider_id, by_name }),
+        Err(by_provider_id) => {
+            instances.node_addresses(name).await.map_err(|by_name| MetadataError::Addresses { by_provider_id, by_name })
+        }
     }
 }
 
 /// Upstream `getInstanceNodeAddresses`: what the periodic address refresh asks for. One
 /// provider call per node in the happy path. `Ok(None)` if the provider has nothing.
-pub async fn get_instance_node_addresses<C: Cloud>(cloud: &C, node: &Node) -> Result<Option<Vec<NodeAddress>>, MetadataError> {
+pub async fn get_instance_node_addresses<C: Cloud>(
+    cloud: &C,
+    node: &Node,
+) -> Result<Option<Vec<NodeAddress>>, MetadataError> {
     if let Some(v2) = cloud.instances_v2() {
         return Ok(v2.instance_metadata(node).await?.map(|m| m.node_addresses));
     }

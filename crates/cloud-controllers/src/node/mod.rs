@@ -17,11 +17,13 @@
 
 pub mod metadata;
 pub mod plan;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_provider::{Cloud, InstancesV2};
+use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
@@ -116,7 +118,8 @@ pub async fn plan_sync<C: Cloud>(cloud: &C, node: &Node) -> Result<SyncPlan, Syn
         return Ok(SyncPlan::ReconcileLabels(plan_label_reconcile(node)));
     }
     let name = node.name_any();
-    let metadata = get_instance_metadata(cloud, node).await.map_err(|source| SyncError::Metadata { node: name, source })?;
+    let metadata =
+        get_instance_metadata(cloud, node).await.map_err(|source| SyncError::Metadata { node: name, source })?;
     let Some(metadata) = metadata else { return Ok(SyncPlan::Skip) };
     let plan = plan_initialization(node, &metadata)?;
     Ok(SyncPlan::Initialize { plan: Box::new(plan), metadata: Box::new(metadata) })
@@ -135,8 +138,7 @@ pub async fn plan_status_updates<C: Cloud>(
         return Vec::new();
     }
     if let Some(v2) = cloud.instances_v2() {
-        let owned: Vec<Node> = initialized.iter().map(|n| n.as_ref().clone()).collect();
-        v2.prefetch(&owned).await;
+        v2.prefetch(&initialized, LookupPurpose::Metadata).await;
     }
     futures::stream::iter(initialized)
         .map(|node: Arc<Node>| async move {
@@ -254,23 +256,31 @@ impl<C: Cloud> Inner<C> {
     /// Upstream `syncNode`.
     async fn sync_node(&self, name: &str) -> Result<(), SyncError> {
         let Some(node) = self.store.get(&ObjectRef::new(name)) else { return Ok(()) };
-        let (plan, metadata) = match plan_sync(&*self.cloud, &node).await? {
-            SyncPlan::ReconcileLabels(labels) => {
-                if !labels.is_empty() {
-                    node_writes::patch_labels(&self.api, name, &labels).await.map_err(|source| SyncError::Kube {
-                        action: "reconcile labels of",
-                        node: name.to_owned(),
-                        source,
-                    })?;
+        if is_uninitialized(&node)
+            && let Some(v2) = self.cloud.instances_v2()
+        {
+            // A burst of new nodes: let the provider fetch them in bulk instead of one by one.
+            let pending: Vec<Arc<Node>> = self.store.state().into_iter().filter(|n| is_uninitialized(n)).collect();
+            if pending.len() > 1 {
+                v2.prefetch(&pending, LookupPurpose::Metadata).await;
+            }
+        }
+        let (plan, metadata) =
+            match plan_sync(&*self.cloud, &node).await? {
+                SyncPlan::ReconcileLabels(labels) => {
+                    if !labels.is_empty() {
+                        node_writes::patch_labels(&self.api, name, &labels).await.map_err(|source| {
+                            SyncError::Kube { action: "reconcile labels of", node: name.to_owned(), source }
+                        })?;
+                    }
+                    return Ok(());
                 }
-                return Ok(());
-            }
-            SyncPlan::Skip => {
-                info!(node = %name, "skip sync node because cloud provided nil metadata");
-                return Ok(());
-            }
-            SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
-        };
+                SyncPlan::Skip => {
+                    info!(node = %name, "skip sync node because cloud provided nil metadata");
+                    return Ok(());
+                }
+                SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
+            };
         info!(node = %name, "initializing node with cloud provider");
         let kube_err = |action| move |source| SyncError::Kube { action, node: name.to_owned(), source };
 

@@ -67,9 +67,9 @@ pub fn node_status_addresses(node: &Node) -> Vec<NodeAddress> {
 /// True if the label key is in a Kubernetes namespace (`(^|\.)(kubernetes|k8s)\.io/`), which
 /// providers must not set through additional labels.
 pub fn is_kubernetes_namespace(key: &str) -> bool {
-    ["kubernetes.io/", "k8s.io/"].iter().any(|needle| {
-        key.match_indices(needle).any(|(i, _)| i == 0 || key.as_bytes()[i - 1] == b'.')
-    })
+    ["kubernetes.io/", "k8s.io/"]
+        .iter()
+        .any(|needle| key.match_indices(needle).any(|(i, _)| i == 0 || key.as_bytes()[i - 1] == b'.'))
 }
 
 /// Plans the initialization of a tainted node from the provider's metadata (upstream
@@ -83,8 +83,7 @@ pub fn plan_initialization(node: &Node, metadata: &InstanceMetadata) -> Result<I
     }
 
     let node_pid = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or_default();
-    let provider_id =
-        (node_pid.is_empty() && !metadata.provider_id.is_empty()).then(|| metadata.provider_id.clone());
+    let provider_id = (node_pid.is_empty() && !metadata.provider_id.is_empty()).then(|| metadata.provider_id.clone());
 
     let mut planned = BTreeMap::new();
     if !metadata.instance_type.is_empty() {

@@ -88,7 +88,13 @@ mod tests {
                 vec![taint("foo", None, "NoSchedule")],
                 false,
             ),
-            ("remove taint successfully", vec![taint("foo", None, "NoSchedule")], taint("foo", None, "NoSchedule"), vec![], true),
+            (
+                "remove taint successfully",
+                vec![taint("foo", None, "NoSchedule")],
+                taint("foo", None, "NoSchedule"),
+                vec![],
+                true,
+            ),
             ("remove taint from node with no taint", vec![], taint("foo", None, "NoSchedule"), vec![], false),
         ];
         for (name, taints, remove, expected, expected_result) in cases {
@@ -116,7 +122,13 @@ mod tests {
                 vec![taint("foo", None, "NoSchedule")],
                 false,
             ),
-            ("delete taint successfully", vec![taint("foo", None, "NoSchedule")], taint("foo", None, "NoSchedule"), vec![], true),
+            (
+                "delete taint successfully",
+                vec![taint("foo", None, "NoSchedule")],
+                taint("foo", None, "NoSchedule"),
+                vec![],
+                true,
+            ),
             ("delete taint from empty taint array", vec![], taint("foo", None, "NoSchedule"), vec![], false),
         ];
         for (name, taints, delete, expected, expected_result) in cases {

@@ -46,10 +46,8 @@ impl LoadBalancerTypes<'_> {
 
     /// `GET /load_balancer_types/{id}`.
     pub async fn get(&self, id: i64) -> Result<LoadBalancerType, Error> {
-        let one: OneLbType = self
-            .0
-            .json::<_, ()>(Method::GET, &Target::with_id("/load_balancer_types/{id}", id), &[], None)
-            .await?;
+        let one: OneLbType =
+            self.0.json::<_, ()>(Method::GET, &Target::with_id("/load_balancer_types/{id}", id), &[], None).await?;
         Ok(one.load_balancer_type)
     }
 

@@ -34,8 +34,7 @@ fn filters(params: &CertificateListParams) -> Vec<(&'static str, String)> {
 impl Certificates<'_> {
     /// `GET /certificates/{id}`.
     pub async fn get(&self, id: CertificateId) -> Result<Certificate, Error> {
-        let one: One =
-            self.0.json::<_, ()>(Method::GET, &Target::with_id("/certificates/{id}", id), &[], None).await?;
+        let one: One = self.0.json::<_, ()>(Method::GET, &Target::with_id("/certificates/{id}", id), &[], None).await?;
         Ok(one.certificate)
     }
 

@@ -9,9 +9,8 @@ use super::{ActionEnvelope, Created, push_filter};
 use crate::client::{Client, Page, Target};
 use crate::error::Error;
 use crate::models::{
-    Action, Algorithm, AlgorithmSpec, AttachLbToNetworkRequest, CreateLoadBalancerRequest, LbService,
-    LoadBalancer, LoadBalancerId, LoadBalancerListParams, NetworkId, TargetSpec, UpdateLoadBalancerRequest,
-    UpdateServiceRequest,
+    Action, Algorithm, AlgorithmSpec, AttachLbToNetworkRequest, CreateLoadBalancerRequest, LbService, LoadBalancer,
+    LoadBalancerId, LoadBalancerListParams, NetworkId, TargetSpec, UpdateLoadBalancerRequest, UpdateServiceRequest,
 };
 
 /// Load balancer endpoints.
@@ -74,8 +73,7 @@ impl LoadBalancers<'_> {
 
     /// `PUT /load_balancers/{id}` (name and/or labels).
     pub async fn update(&self, id: LoadBalancerId, req: &UpdateLoadBalancerRequest) -> Result<LoadBalancer, Error> {
-        let one: One =
-            self.0.json(Method::PUT, &Target::with_id("/load_balancers/{id}", id), &[], Some(req)).await?;
+        let one: One = self.0.json(Method::PUT, &Target::with_id("/load_balancers/{id}", id), &[], Some(req)).await?;
         Ok(one.load_balancer)
     }
 
@@ -156,8 +154,7 @@ impl LoadBalancers<'_> {
 
     /// `change_algorithm`.
     pub async fn change_algorithm(&self, id: LoadBalancerId, algorithm: Algorithm) -> Result<Action, Error> {
-        self.action("/load_balancers/{id}/actions/change_algorithm", id, Some(&AlgorithmSpec { kind: algorithm }))
-            .await
+        self.action("/load_balancers/{id}/actions/change_algorithm", id, Some(&AlgorithmSpec { kind: algorithm })).await
     }
 
     /// `enable_public_interface`.
@@ -182,7 +179,11 @@ impl LoadBalancers<'_> {
 
     /// `change_protection`.
     pub async fn change_protection(&self, id: LoadBalancerId, delete: bool) -> Result<Action, Error> {
-        self.action("/load_balancers/{id}/actions/change_protection", id, Some(&serde_json::json!({ "delete": delete })))
-            .await
+        self.action(
+            "/load_balancers/{id}/actions/change_protection",
+            id,
+            Some(&serde_json::json!({ "delete": delete })),
+        )
+        .await
     }
 }

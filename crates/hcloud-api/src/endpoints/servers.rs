@@ -7,8 +7,7 @@ use super::{ActionEnvelope, Created, push_filter};
 use crate::client::{Client, Page, Target};
 use crate::error::Error;
 use crate::models::{
-    Action, AttachServerToNetworkRequest, CreateServerRequest, NetworkId, Server, ServerId,
-    ServerListParams,
+    Action, AttachServerToNetworkRequest, CreateServerRequest, NetworkId, Server, ServerId, ServerListParams,
 };
 
 /// Server endpoints.

@@ -4,9 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{
-    CertificateId, Deprecation, Labels, LoadBalancerId, Location, NetworkId, Protection, ServerId,
-};
+use super::common::{CertificateId, Deprecation, Labels, LoadBalancerId, Location, NetworkId, Protection, ServerId};
 
 crate::string_enum! {
     /// Protocol of a load balancer service.
