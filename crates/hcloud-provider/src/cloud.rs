@@ -1,0 +1,180 @@
+//! The Hetzner `Cloud`: start-up checks and the capabilities it offers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_provider::{Cloud, Unsupported};
+use hcloud_api::models::{Network, NetworkId};
+use hcloud_api::{Client, ErrorCode, RequestObserver};
+use secrecy::ExposeSecret;
+use tracing::{info, warn};
+
+use crate::config::{CacheMode, Config};
+use crate::instances::HcloudInstances;
+use crate::inventory::Inventory;
+
+/// The provider name: the providerID prefix is `hcloud://`.
+pub const PROVIDER_NAME: &str = "hcloud";
+
+/// Why the provider could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The client could not be built (bad endpoint or token format).
+    #[error("cannot build the Hetzner Cloud client: {0}")]
+    Client(#[source] hcloud_api::Error),
+    /// The API rejected the token.
+    #[error("HCLOUD_TOKEN was rejected by the Hetzner Cloud API ({0}); check that the token is valid and not revoked")]
+    InvalidToken(#[source] hcloud_api::Error),
+    /// The API could not be reached to check the token.
+    #[error("cannot reach the Hetzner Cloud API at {endpoint} to check the token: {source}")]
+    Unreachable {
+        /// The endpoint.
+        endpoint: String,
+        /// Why.
+        #[source]
+        source: hcloud_api::Error,
+    },
+    /// `HCLOUD_NETWORK` names no network of the project.
+    #[error("HCLOUD_NETWORK: no network with id or name {0:?} exists in the project of HCLOUD_TOKEN")]
+    NetworkNotFound(String),
+    /// Resolving `HCLOUD_NETWORK` failed.
+    #[error("HCLOUD_NETWORK: cannot look up network {name:?}: {source}")]
+    NetworkLookup {
+        /// The configured value.
+        name: String,
+        /// Why.
+        #[source]
+        source: hcloud_api::Error,
+    },
+}
+
+/// The Hetzner Cloud provider.
+pub struct HcloudCloud {
+    client: Client,
+    network: Option<Network>,
+    inventory: Arc<Inventory>,
+    instances: Arc<HcloudInstances>,
+}
+
+impl HcloudCloud {
+    /// Builds the client, checks the token (`GET /locations`) and resolves `HCLOUD_NETWORK`.
+    pub async fn connect(
+        config: &Config,
+        observer: Option<Arc<dyn RequestObserver>>,
+    ) -> Result<HcloudCloud, StartupError> {
+        for w in &config.warnings {
+            warn!("{w}");
+        }
+        if config.cache_mode != CacheMode::All {
+            warn!(mode = ?config.cache_mode, "HCLOUD_SERVER_CACHE_MODE is set: every lookup may cost API requests");
+        }
+        let mut builder = Client::builder(secrecy::SecretString::from(config.token.expose_secret().to_owned()))
+            .debug(config.debug)
+            .timeout(Duration::from_secs(15));
+        if let Some(endpoint) = &config.endpoint {
+            builder = builder.endpoint(endpoint.clone());
+        }
+        if let Some(o) = observer {
+            builder = builder.observer(o);
+        }
+        let client = builder.build().map_err(StartupError::Client)?;
+
+        match client.locations().list_all().await {
+            Ok(locations) => {
+                info!(locations = locations.len(), endpoint = client.endpoint(), "Hetzner Cloud token accepted")
+            }
+            Err(e) if matches!(e.code(), Some(ErrorCode::Unauthorized | ErrorCode::Forbidden)) => {
+                return Err(StartupError::InvalidToken(e));
+            }
+            Err(e) => return Err(StartupError::Unreachable { endpoint: client.endpoint().to_owned(), source: e }),
+        }
+
+        let network = match &config.network {
+            None => None,
+            Some(name) => Some(resolve_network(&client, name).await?),
+        };
+        if let Some(n) = &network {
+            info!(network = %n.name, id = %n.id, ip_range = %n.ip_range, "using private network");
+        }
+
+        let inventory = Arc::new(Inventory::new(client.clone(), config.cache_mode));
+        let instances = Arc::new(HcloudInstances::new(
+            inventory.clone(),
+            network.as_ref().map(|n| n.id),
+            config.address_family,
+            config.zone_label_enabled,
+            config.cache_max_age,
+            config.lifecycle_max_age,
+        ));
+        Ok(HcloudCloud { client, network, inventory, instances })
+    }
+
+    /// The API client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The configured private network, if any.
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_ref()
+    }
+
+    /// The shared server inventory.
+    pub fn inventory(&self) -> &Arc<Inventory> {
+        &self.inventory
+    }
+}
+
+async fn resolve_network(client: &Client, name: &str) -> Result<Network, StartupError> {
+    let lookup_err = |source| StartupError::NetworkLookup { name: name.to_owned(), source };
+    if let Ok(id) = name.parse::<i64>() {
+        return match client.networks().get(NetworkId(id)).await {
+            Ok(n) => Ok(n),
+            Err(e) if e.is_not_found() => Err(StartupError::NetworkNotFound(name.to_owned())),
+            Err(e) => Err(lookup_err(e)),
+        };
+    }
+    client
+        .networks()
+        .get_by_name(name)
+        .await
+        .map_err(lookup_err)?
+        .ok_or_else(|| StartupError::NetworkNotFound(name.to_owned()))
+}
+
+impl Cloud for HcloudCloud {
+    type InstancesV2 = HcloudInstances;
+    type Instances = Unsupported;
+    type Zones = Unsupported;
+    type LoadBalancer = Unsupported;
+    type Routes = Unsupported;
+
+    fn provider_name(&self) -> &str {
+        PROVIDER_NAME
+    }
+
+    /// Like the official CCM: no cluster ID, so `--allow-untagged-cloud` is required.
+    fn has_cluster_id(&self) -> bool {
+        false
+    }
+
+    fn instances_v2(&self) -> Option<Arc<HcloudInstances>> {
+        Some(self.instances.clone())
+    }
+
+    fn instances(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+
+    fn zones(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+
+    fn load_balancer(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+
+    fn routes(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+}

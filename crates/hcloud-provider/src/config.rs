@@ -1,0 +1,354 @@
+//! Configuration from the environment, with the official Hetzner CCM's variable names,
+//! formats and defaults. Every problem is collected and reported together.
+
+use std::fmt;
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+/// Which ExternalIPs nodes get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressFamily {
+    /// The public IPv4 only (default).
+    Ipv4,
+    /// The public IPv6 (`<net>::1`) only.
+    Ipv6,
+    /// Both.
+    DualStack,
+}
+
+/// How the shared server inventory caches (`HCLOUD_SERVER_CACHE_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheMode {
+    /// One paginated list serves every lookup within the max age (default).
+    All,
+    /// One request per server, cached per server.
+    One,
+    /// No caching: every lookup is a request.
+    Off,
+}
+
+/// The provider's configuration.
+pub struct Config {
+    /// `HCLOUD_TOKEN` / `HCLOUD_TOKEN_FILE`.
+    pub token: SecretString,
+    /// `HCLOUD_ENDPOINT`.
+    pub endpoint: Option<String>,
+    /// `HCLOUD_DEBUG`: log every API request and response (token redacted).
+    pub debug: bool,
+    /// `HCLOUD_NETWORK`: private network id or name.
+    pub network: Option<String>,
+    /// `HCLOUD_INSTANCES_ADDRESS_FAMILY`.
+    pub address_family: AddressFamily,
+    /// `HCLOUD_INSTANCES_ZONE_LABEL_ENABLED`.
+    pub zone_label_enabled: bool,
+    /// `HCLOUD_SERVER_CACHE_MODE`.
+    pub cache_mode: CacheMode,
+    /// `HCLOUD_SERVER_CACHE_MAX_AGE`: how old server data may be for node initialization and
+    /// address refreshes.
+    pub cache_max_age: Duration,
+    /// `HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE` (hcloud-ccm only): how old server data may be
+    /// for the node-lifecycle existence/shutdown checks. A negative answer is always
+    /// confirmed by a direct lookup before a node is deleted.
+    pub lifecycle_max_age: Duration,
+    /// Non-fatal findings worth a log line (e.g. an unusual token length).
+    pub warnings: Vec<String>,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("token", &"[redacted]")
+            .field("endpoint", &self.endpoint)
+            .field("debug", &self.debug)
+            .field("network", &self.network)
+            .field("address_family", &self.address_family)
+            .field("zone_label_enabled", &self.zone_label_enabled)
+            .field("cache_mode", &self.cache_mode)
+            .field("cache_max_age", &self.cache_max_age)
+            .field("lifecycle_max_age", &self.lifecycle_max_age)
+            .finish_non_exhaustive()
+    }
+}
+
+/// All configuration problems found, one per line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
+pub struct ConfigErrors(pub Vec<String>);
+
+/// Every environment variable this provider reads, with its meaning (for `--help`).
+pub const ENV_HELP: &[(&str, &str)] = &[
+    ("HCLOUD_TOKEN", "Hetzner Cloud API token (required, or HCLOUD_TOKEN_FILE). Checked at start-up."),
+    ("HCLOUD_TOKEN_FILE", "File holding the token (whitespace trimmed); HCLOUD_TOKEN wins if both are set."),
+    ("HCLOUD_ENDPOINT", "API base URL (default https://api.hetzner.cloud/v1)."),
+    ("HCLOUD_DEBUG", "true: log every API request and response body (the token is never logged). Default false."),
+    ("HCLOUD_NETWORK", "Private network id or name: nodes get their IP in it as InternalIP. Resolved at start-up."),
+    ("HCLOUD_INSTANCES_ADDRESS_FAMILY", "ipv4 (default), ipv6 or dualstack: which public IPs become ExternalIP."),
+    (
+        "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED",
+        "Set the zone label (legacy datacenter name, e.g. fsn1-dc14). Default true.",
+    ),
+    ("HCLOUD_SERVER_CACHE_MODE", "all (default: one paginated list serves all lookups), one (per server) or off."),
+    (
+        "HCLOUD_SERVER_CACHE_MAX_AGE",
+        "Max age of cached server data for node initialization and address refresh (Go duration, default 10s).",
+    ),
+    (
+        "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE",
+        "Max age of cached server data for node-lifecycle checks (default 1m); deletions are always confirmed by a direct lookup.",
+    ),
+];
+
+/// Go's `strconv.ParseBool`.
+pub fn parse_go_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Go's `time.ParseDuration` (e.g. `10s`, `1m30s`, `1.5h`, `500ms`; units ns, us, µs, ms, s,
+/// m, h). Negative durations are rejected.
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if num_len == 0 {
+            return None;
+        }
+        let value: f64 = rest[..num_len].parse().ok()?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * unit;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+impl Config {
+    /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        let var = |k: &str| get(k).filter(|v| !v.is_empty());
+
+        let token = match (var("HCLOUD_TOKEN"), var("HCLOUD_TOKEN_FILE")) {
+            (Some(t), _) => Some(t.trim().to_owned()),
+            (None, Some(path)) => match std::fs::read_to_string(&path) {
+                Ok(t) => Some(t.trim().to_owned()),
+                Err(e) => {
+                    errors.push(format!("HCLOUD_TOKEN_FILE: cannot read {path:?}: {e}"));
+                    None
+                }
+            },
+            (None, None) => {
+                errors.push("HCLOUD_TOKEN: required (or HCLOUD_TOKEN_FILE): a Hetzner Cloud API token".to_owned());
+                None
+            }
+        };
+        if let Some(t) = &token {
+            if t.is_empty() {
+                errors.push("HCLOUD_TOKEN: is empty".to_owned());
+            } else if t.chars().any(char::is_whitespace) {
+                errors.push("HCLOUD_TOKEN: contains whitespace; expected a single API token".to_owned());
+            } else if t.len() != 64 {
+                warnings.push(format!("HCLOUD_TOKEN: has {} characters; Hetzner Cloud tokens have 64", t.len()));
+            }
+        }
+
+        let endpoint = var("HCLOUD_ENDPOINT");
+        if let Some(e) = &endpoint
+            && !(e.starts_with("http://") || e.starts_with("https://"))
+        {
+            errors.push(format!("HCLOUD_ENDPOINT: {e:?} is not an http:// or https:// URL"));
+        }
+
+        let boolean = |errors: &mut Vec<String>, k: &str, default: bool| match var(k) {
+            None => default,
+            Some(v) => parse_go_bool(&v).unwrap_or_else(|| {
+                errors.push(format!("{k}: {v:?} is not a boolean; accepted: true, false, 1, 0, t, f"));
+                default
+            }),
+        };
+        let debug = boolean(&mut errors, "HCLOUD_DEBUG", false);
+        let zone_label_enabled = boolean(&mut errors, "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED", true);
+
+        let address_family = match var("HCLOUD_INSTANCES_ADDRESS_FAMILY").as_deref() {
+            None | Some("ipv4") => AddressFamily::Ipv4,
+            Some("ipv6") => AddressFamily::Ipv6,
+            Some("dualstack") => AddressFamily::DualStack,
+            Some(other) => {
+                errors.push(format!(
+                    "HCLOUD_INSTANCES_ADDRESS_FAMILY: {other:?} is invalid; accepted: ipv4, ipv6, dualstack"
+                ));
+                AddressFamily::Ipv4
+            }
+        };
+
+        let cache_mode = match var("HCLOUD_SERVER_CACHE_MODE").as_deref() {
+            None | Some("all") => CacheMode::All,
+            Some("one") => CacheMode::One,
+            Some("off") => CacheMode::Off,
+            Some(other) => {
+                errors.push(format!("HCLOUD_SERVER_CACHE_MODE: {other:?} is invalid; accepted: all, one, off"));
+                CacheMode::All
+            }
+        };
+
+        let duration = |errors: &mut Vec<String>, k: &str, default: Duration| match var(k) {
+            None => default,
+            Some(v) => parse_go_duration(&v).unwrap_or_else(|| {
+                errors.push(format!("{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms"));
+                default
+            }),
+        };
+        let cache_max_age = match var("HCLOUD_SERVER_CACHE_MAX_AGE") {
+            Some(_) => duration(&mut errors, "HCLOUD_SERVER_CACHE_MAX_AGE", Duration::from_secs(10)),
+            None if var("HCLOUD_SERVER_CACHE_TTL").is_some() => {
+                warnings.push("HCLOUD_SERVER_CACHE_TTL is deprecated; use HCLOUD_SERVER_CACHE_MAX_AGE".to_owned());
+                duration(&mut errors, "HCLOUD_SERVER_CACHE_TTL", Duration::from_secs(10))
+            }
+            None => Duration::from_secs(10),
+        };
+        let lifecycle_max_age = duration(&mut errors, "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", Duration::from_secs(60));
+
+        if boolean(&mut errors, "ROBOT_ENABLED", false) {
+            errors.push(
+                "ROBOT_ENABLED: Robot (dedicated server) support is not implemented in hcloud-ccm yet; unset it"
+                    .to_owned(),
+            );
+        }
+
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        Ok(Config {
+            token: SecretString::from(token.unwrap_or_default()),
+            endpoint,
+            debug,
+            network: var("HCLOUD_NETWORK"),
+            address_family,
+            zone_label_enabled,
+            cache_mode,
+            cache_max_age,
+            lifecycle_max_age: lifecycle_max_age.max(cache_max_age),
+            warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use secrecy::ExposeSecret;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_match_the_official_ccm() {
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64))])).expect("valid");
+        assert_eq!(c.address_family, AddressFamily::Ipv4);
+        assert!(c.zone_label_enabled);
+        assert_eq!(c.cache_mode, CacheMode::All);
+        assert_eq!(c.cache_max_age, Duration::from_secs(10));
+        assert_eq!(c.lifecycle_max_age, Duration::from_secs(60));
+        assert!(!c.debug);
+        assert!(c.network.is_none() && c.endpoint.is_none());
+        assert!(c.warnings.is_empty());
+    }
+
+    #[test]
+    fn all_errors_are_reported_together() {
+        let err = Config::from_env(env(&[
+            ("HCLOUD_INSTANCES_ADDRESS_FAMILY", "ipv5"),
+            ("HCLOUD_SERVER_CACHE_MODE", "sometimes"),
+            ("HCLOUD_SERVER_CACHE_MAX_AGE", "ten seconds"),
+            ("HCLOUD_DEBUG", "yes"),
+            ("HCLOUD_ENDPOINT", "ftp://x"),
+        ]))
+        .unwrap_err();
+        let text = err.to_string();
+        for needle in [
+            "HCLOUD_TOKEN: required",
+            "HCLOUD_INSTANCES_ADDRESS_FAMILY: \"ipv5\" is invalid; accepted: ipv4, ipv6, dualstack",
+            "HCLOUD_SERVER_CACHE_MODE: \"sometimes\" is invalid; accepted: all, one, off",
+            "HCLOUD_SERVER_CACHE_MAX_AGE: \"ten seconds\" is not a duration",
+            "HCLOUD_DEBUG: \"yes\" is not a boolean",
+            "HCLOUD_ENDPOINT",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+        }
+        assert_eq!(err.0.len(), 6);
+    }
+
+    #[test]
+    fn token_file_and_precedence() {
+        let dir = std::env::temp_dir().join(format!("hccm-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("token");
+        std::fs::write(&file, format!("  {}\n", "f".repeat(64))).expect("write");
+        let path = file.to_string_lossy().to_string();
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path)])).expect("valid");
+        assert_eq!(c.token.expose_secret(), "f".repeat(64));
+        let c =
+            Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path), ("HCLOUD_TOKEN", &"e".repeat(64))])).expect("valid");
+        assert_eq!(c.token.expose_secret(), "e".repeat(64), "the plain variable wins");
+        let err = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", "/nonexistent/token")])).unwrap_err();
+        assert!(err.to_string().contains("HCLOUD_TOKEN_FILE: cannot read"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn token_is_not_in_debug_output_and_short_token_warns() {
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN", "shorttoken-secret")])).expect("valid");
+        assert!(!format!("{c:?}").contains("shorttoken-secret"));
+        assert_eq!(c.warnings.len(), 1);
+        assert!(c.warnings[0].contains("64"));
+    }
+
+    #[test]
+    fn go_durations_and_bools() {
+        assert_eq!(parse_go_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_go_duration("0"), Some(Duration::ZERO));
+        for bad in ["", "10", "-5s", "5 s", "s", "1d", "1m30"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_go_bool("True"), Some(true));
+        assert_eq!(parse_go_bool("0"), Some(false));
+        assert_eq!(parse_go_bool("yes"), None);
+    }
+
+    #[test]
+    fn robot_is_rejected_clearly() {
+        let err = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("ROBOT_ENABLED", "true")])).unwrap_err();
+        assert!(err.to_string().contains("Robot"), "{err}");
+    }
+}

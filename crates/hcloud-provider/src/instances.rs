@@ -1,0 +1,318 @@
+//! InstancesV2 for Hetzner Cloud servers: node → server lookup through the shared
+//! inventory, and the server → node metadata mapping of the official CCM.
+
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_provider::{AddressType, CloudError, InstanceMetadata, InstancesV2, LookupPurpose, NodeAddress};
+use hcloud_api::ErrorCode;
+use hcloud_api::models::{NetworkId, Server, ServerStatus};
+use k8s_openapi::api::core::v1::Node;
+use tracing::debug;
+
+use crate::config::AddressFamily;
+use crate::inventory::{Inventory, Lookup};
+use crate::provider_id::{ProviderId, ProviderIdError};
+
+/// Label marking nodes backed by cloud servers (`robot` for dedicated servers).
+pub const LABEL_PROVIDED_BY: &str = "instance.hetzner.cloud/provided-by";
+
+/// The zone for a location: the legacy datacenter name (the API dropped datacenters in
+/// 2026; this is the official CCM's static map). Unknown locations map to themselves.
+pub fn legacy_datacenter(location: &str) -> &str {
+    match location {
+        "nbg1" => "nbg1-dc3",
+        "hel1" => "hel1-dc2",
+        "fsn1" => "fsn1-dc14",
+        "ash" => "ash-dc1",
+        "hil" => "hil-dc1",
+        "sin" => "sin-dc1",
+        other => other,
+    }
+}
+
+/// A server's node addresses, in the official CCM's order: Hostname (server name), public
+/// IPv4 and/or IPv6 (`<net>::1` of the /64) as ExternalIP by address family, and the IP in
+/// the configured network as InternalIP (other networks are ignored).
+pub fn node_addresses(server: &Server, family: AddressFamily, network: Option<NetworkId>) -> Vec<NodeAddress> {
+    let mut out = vec![NodeAddress::new(AddressType::Hostname, server.name.clone())];
+    if matches!(family, AddressFamily::Ipv4 | AddressFamily::DualStack)
+        && let Some(v4) = &server.public_net.ipv4
+    {
+        out.push(NodeAddress::new(AddressType::ExternalIp, v4.ip.to_string()));
+    }
+    if matches!(family, AddressFamily::Ipv6 | AddressFamily::DualStack)
+        && let Some(v6) = &server.public_net.ipv6
+        && let IpAddr::V6(net) = v6.ip.network()
+    {
+        let mut octets = net.octets();
+        octets[15] |= 1;
+        out.push(NodeAddress::new(AddressType::ExternalIp, Ipv6Addr::from(octets).to_string()));
+    }
+    if let Some(ip) = network.and_then(|n| server.private_ip_in(n)) {
+        out.push(NodeAddress::new(AddressType::InternalIp, ip.to_string()));
+    }
+    out
+}
+
+/// Maps an API error to a provider error with an event reason naming the cause.
+pub(crate) fn api_error(what: &str, e: hcloud_api::Error) -> CloudError {
+    let (reason, transient) = match e.code() {
+        Some(ErrorCode::RateLimitExceeded) => ("RateLimitExceeded", true),
+        Some(ErrorCode::Unauthorized) => ("Unauthorized", false),
+        Some(ErrorCode::Forbidden) => ("Forbidden", false),
+        _ if e.is_transient() => ("HcloudAPIUnavailable", true),
+        _ => ("HcloudAPIError", false),
+    };
+    let hint = match reason {
+        "Unauthorized" => "; the Hetzner Cloud token (HCLOUD_TOKEN) was rejected",
+        "RateLimitExceeded" => "; the project's API budget is used up, retrying later",
+        _ => "",
+    };
+    CloudError::Failed {
+        reason: reason.into(),
+        message: format!("{what}: {e}{hint}"),
+        transient,
+        source: Some(Box::new(e)),
+    }
+}
+
+/// InstancesV2 backed by the shared inventory.
+pub struct HcloudInstances {
+    inventory: Arc<Inventory>,
+    network: Option<NetworkId>,
+    family: AddressFamily,
+    zone_label_enabled: bool,
+    max_age: Duration,
+    lifecycle_max_age: Duration,
+}
+
+impl HcloudInstances {
+    /// Instances answering from `inventory`.
+    pub fn new(
+        inventory: Arc<Inventory>,
+        network: Option<NetworkId>,
+        family: AddressFamily,
+        zone_label_enabled: bool,
+        max_age: Duration,
+        lifecycle_max_age: Duration,
+    ) -> Self {
+        HcloudInstances { inventory, network, family, zone_label_enabled, max_age, lifecycle_max_age }
+    }
+
+    /// How to find the node's server: by providerID, else by node name.
+    pub fn lookup_for(node: &Node) -> Result<Lookup, CloudError> {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let pid = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or_default();
+        if pid.is_empty() {
+            return Ok(Lookup::Name(name.to_owned()));
+        }
+        match ProviderId::parse(pid) {
+            Ok(ProviderId::Cloud(id)) => Ok(Lookup::Id(id)),
+            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::failed(
+                "RobotNotSupported",
+                format!(
+                    "node {name} has providerID {pid:?}: Robot (dedicated) servers are not supported by hcloud-ccm yet; \
+                     this node is left alone"
+                ),
+            )),
+            Err(e @ ProviderIdError::UnknownPrefix(_)) => {
+                Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {name}: {e}")))
+            }
+            Err(e @ ProviderIdError::InvalidId(_)) => {
+                Err(CloudError::failed("InvalidProviderID", format!("node {name}: {e}")))
+            }
+        }
+    }
+
+    fn not_found(node: &Node, lookup: &Lookup) -> CloudError {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let message = match lookup {
+            Lookup::Id(id) => format!(
+                "node {name}: no server with id {id} (providerID hcloud://{id}) exists in the Hetzner Cloud project of \
+                 HCLOUD_TOKEN"
+            ),
+            Lookup::Name(server) => format!(
+                "node {name}: no server named {server:?} exists in the Hetzner Cloud project of HCLOUD_TOKEN; the node \
+                 name must equal the server name (or start the kubelet with --provider-id=hcloud://<server-id>)"
+            ),
+        };
+        CloudError::failed("ServerNotFound", message)
+    }
+
+    async fn server(&self, node: &Node, max_age: Duration) -> Result<(Lookup, Option<Arc<Server>>), CloudError> {
+        let lookup = Self::lookup_for(node)?;
+        let what = format!("looking up the server of node {}", node.metadata.name.as_deref().unwrap_or_default());
+        let server = self.inventory.get(&lookup, max_age).await.map_err(|e| api_error(&what, e))?;
+        Ok((lookup, server))
+    }
+
+    /// The node's metadata from its server.
+    pub fn metadata_for(&self, server: &Server) -> InstanceMetadata {
+        InstanceMetadata {
+            provider_id: ProviderId::Cloud(server.id).to_string(),
+            instance_type: server.server_type.name.clone(),
+            node_addresses: node_addresses(server, self.family, self.network),
+            zone: if self.zone_label_enabled {
+                legacy_datacenter(&server.location.name).to_owned()
+            } else {
+                String::new()
+            },
+            region: server.location.name.clone(),
+            additional_labels: [(LABEL_PROVIDED_BY.to_owned(), "cloud".to_owned())].into_iter().collect(),
+        }
+    }
+}
+
+impl InstancesV2 for HcloudInstances {
+    /// `false` only when a direct lookup confirms the server is gone; any doubt is an error.
+    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
+        let (lookup, server) = self.server(node, self.lifecycle_max_age).await?;
+        if server.is_some() {
+            return Ok(true);
+        }
+        // Never delete a node on cached data: confirm with the API.
+        let what =
+            format!("confirming the server of node {} is gone", node.metadata.name.as_deref().unwrap_or_default());
+        let confirmed = self.inventory.confirm(&lookup).await.map_err(|e| api_error(&what, e))?;
+        debug!(?lookup, exists = confirmed.is_some(), "confirmed server existence");
+        Ok(confirmed.is_some())
+    }
+
+    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
+        let (lookup, server) = self.server(node, self.lifecycle_max_age).await?;
+        let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
+        Ok(server.status == ServerStatus::Off)
+    }
+
+    async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
+        let (lookup, server) = self.server(node, self.max_age).await?;
+        let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
+        Ok(Some(self.metadata_for(&server)))
+    }
+
+    async fn prefetch(&self, nodes: &[Arc<Node>], purpose: cloud_provider::LookupPurpose) {
+        let lookups: Vec<Lookup> = nodes.iter().filter_map(|n| Self::lookup_for(n).ok()).collect();
+        let max_age = match purpose {
+            LookupPurpose::Metadata => self.max_age,
+            LookupPurpose::Lifecycle => self.lifecycle_max_age,
+        };
+        self.inventory.prefetch(&lookups, max_age).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(json: serde_json::Value) -> Server {
+        serde_json::from_value(json).expect("server")
+    }
+
+    fn sample() -> Server {
+        server(serde_json::json!({
+            "id": 42, "name": "node-1", "status": "running",
+            "server_type": {"name": "cpx11"},
+            "location": {"name": "fsn1", "network_zone": "eu-central"},
+            "public_net": {"ipv4": {"ip": "198.18.0.7"}, "ipv6": {"ip": "2001:db8:7::/64"}},
+            "private_net": [{"network": 7, "ip": "10.0.0.2"}, {"network": 8, "ip": "192.168.0.9"}]
+        }))
+    }
+
+    fn addrs(v: &[(AddressType, &str)]) -> Vec<NodeAddress> {
+        v.iter().map(|(k, a)| NodeAddress::new(k.clone(), *a)).collect()
+    }
+
+    #[test]
+    fn addresses_follow_family_and_network() {
+        use AddressType::*;
+        let s = sample();
+        assert_eq!(
+            node_addresses(&s, AddressFamily::Ipv4, None),
+            addrs(&[(Hostname, "node-1"), (ExternalIp, "198.18.0.7")])
+        );
+        assert_eq!(
+            node_addresses(&s, AddressFamily::Ipv6, None),
+            addrs(&[(Hostname, "node-1"), (ExternalIp, "2001:db8:7::1")])
+        );
+        assert_eq!(
+            node_addresses(&s, AddressFamily::DualStack, Some(NetworkId(7))),
+            addrs(&[
+                (Hostname, "node-1"),
+                (ExternalIp, "198.18.0.7"),
+                (ExternalIp, "2001:db8:7::1"),
+                (InternalIp, "10.0.0.2")
+            ])
+        );
+        // Other networks are ignored.
+        assert_eq!(
+            node_addresses(&s, AddressFamily::Ipv4, Some(NetworkId(99))),
+            addrs(&[(Hostname, "node-1"), (ExternalIp, "198.18.0.7")])
+        );
+    }
+
+    #[test]
+    fn servers_without_public_ips_get_hostname_and_internal_ip() {
+        use AddressType::*;
+        let s = server(serde_json::json!({"id": 1, "name": "priv", "public_net": {"ipv4": null, "ipv6": null},
+                                          "private_net": [{"network": 7, "ip": "10.0.0.3"}]}));
+        assert_eq!(
+            node_addresses(&s, AddressFamily::DualStack, Some(NetworkId(7))),
+            addrs(&[(Hostname, "priv"), (InternalIp, "10.0.0.3")])
+        );
+    }
+
+    #[test]
+    fn metadata_mapping_matches_the_official_ccm() {
+        let inv = Arc::new(Inventory::new(
+            hcloud_api::Client::builder(secrecy::SecretString::from("t"))
+                .endpoint("http://127.0.0.1:9/v1")
+                .build()
+                .expect("client"),
+            crate::config::CacheMode::All,
+        ));
+        let i = HcloudInstances::new(inv.clone(), None, AddressFamily::Ipv4, true, Duration::ZERO, Duration::ZERO);
+        let m = i.metadata_for(&sample());
+        assert_eq!(m.provider_id, "hcloud://42");
+        assert_eq!(m.instance_type, "cpx11");
+        assert_eq!(m.region, "fsn1");
+        assert_eq!(m.zone, "fsn1-dc14");
+        assert_eq!(m.additional_labels.get(LABEL_PROVIDED_BY).map(String::as_str), Some("cloud"));
+        let no_zone = HcloudInstances::new(inv, None, AddressFamily::Ipv4, false, Duration::ZERO, Duration::ZERO);
+        assert_eq!(no_zone.metadata_for(&sample()).zone, "");
+    }
+
+    #[test]
+    fn legacy_datacenters() {
+        for (loc, dc) in [
+            ("nbg1", "nbg1-dc3"),
+            ("hel1", "hel1-dc2"),
+            ("fsn1", "fsn1-dc14"),
+            ("ash", "ash-dc1"),
+            ("hil", "hil-dc1"),
+            ("sin", "sin-dc1"),
+            ("xyz9", "xyz9"),
+        ] {
+            assert_eq!(legacy_datacenter(loc), dc);
+        }
+    }
+
+    #[test]
+    fn lookups_from_nodes() {
+        let mut n = Node::default();
+        n.metadata.name = Some("w1".into());
+        assert_eq!(HcloudInstances::lookup_for(&n).expect("by name"), Lookup::Name("w1".into()));
+        n.spec =
+            Some(k8s_openapi::api::core::v1::NodeSpec { provider_id: Some("hcloud://5".into()), ..Default::default() });
+        assert_eq!(HcloudInstances::lookup_for(&n).expect("by id"), Lookup::Id(hcloud_api::models::ServerId(5)));
+        n.spec.as_mut().expect("spec").provider_id = Some("hrobot://5".into());
+        let e = HcloudInstances::lookup_for(&n).unwrap_err();
+        assert_eq!(e.reason(), "RobotNotSupported");
+        assert!(e.to_string().contains("not supported"), "{e}");
+        n.spec.as_mut().expect("spec").provider_id = Some("aws://x".into());
+        assert_eq!(HcloudInstances::lookup_for(&n).unwrap_err().reason(), "UnknownProviderIDPrefix");
+        n.spec.as_mut().expect("spec").provider_id = Some("hcloud://abc".into());
+        assert_eq!(HcloudInstances::lookup_for(&n).unwrap_err().reason(), "InvalidProviderID");
+    }
+}

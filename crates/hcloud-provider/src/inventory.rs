@@ -1,0 +1,267 @@
+//! The shared server inventory: every server lookup of every controller goes through here, so
+//! the number of Hetzner API requests stays small.
+//!
+//! Modes (`HCLOUD_SERVER_CACHE_MODE`, same names as the official CCM):
+//! - `all` (default): one paginated `GET /servers` (a *snapshot*) serves every lookup while it
+//!   is younger than the caller's max age. Rules, in order:
+//!   1. a cached entry younger than the max age answers;
+//!   2. a snapshot younger than the max age that lacks the server answers "absent" without a
+//!      request — so a missing server cannot cause a re-list storm;
+//!   3. an unknown server (new, or cold cache) triggers a snapshot refresh; concurrent
+//!      refreshes are coalesced into one list (single flight);
+//!   4. a known server whose entry went stale is refreshed alone (`GET /servers/{id}` or
+//!      `?name=`), which is cheaper than a list for the odd node the lifecycle checks.
+//!
+//!   Bulk callers (the periodic address refresh, a burst of initializations) announce
+//!   themselves with [`Inventory::prefetch`]; if enough of their servers are stale for a list
+//!   to be cheaper than one request each, the snapshot is refreshed up front.
+//! - `one`: every lookup is answered per server (`GET /servers/{id}` or `?name=`), cached per
+//!   server for the max age.
+//! - `off`: every lookup is a request.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hcloud_api::models::{Server, ServerId, ServerListParams};
+use hcloud_api::{Client, Error, LIST_ALL_PER_PAGE};
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use crate::config::CacheMode;
+
+/// How to find a server.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Lookup {
+    /// By id (from the node's providerID).
+    Id(ServerId),
+    /// By name (the node's name, when it has no providerID).
+    Name(String),
+}
+
+/// Counters of what the inventory did (for metrics and benchmarks).
+#[derive(Debug, Default)]
+pub struct InventoryStats {
+    /// Lookups answered from memory, positively or negatively.
+    pub hits: AtomicU64,
+    /// Lookups that needed the API.
+    pub misses: AtomicU64,
+    /// Snapshot refreshes (each is one paginated list).
+    pub lists: AtomicU64,
+    /// Single-server requests.
+    pub singles: AtomicU64,
+}
+
+struct Entry {
+    server: Arc<Server>,
+    fetched: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    snapshot: Option<Instant>,
+    snapshot_pages: u32,
+    generation: u64,
+    servers: HashMap<ServerId, Entry>,
+    names: HashMap<String, ServerId>,
+}
+
+impl State {
+    fn find(&self, lookup: &Lookup) -> Option<&Entry> {
+        let id = match lookup {
+            Lookup::Id(id) => *id,
+            Lookup::Name(name) => *self.names.get(name)?,
+        };
+        self.servers.get(&id)
+    }
+
+    fn insert(&mut self, server: Server, fetched: Instant) -> Arc<Server> {
+        let server = Arc::new(server);
+        if let Some(old) = self.servers.get(&server.id)
+            && old.server.name != server.name
+        {
+            self.names.remove(&old.server.name);
+        }
+        self.names.insert(server.name.clone(), server.id);
+        self.servers.insert(server.id, Entry { server: server.clone(), fetched });
+        server
+    }
+
+    fn remove(&mut self, lookup: &Lookup) {
+        let id = match lookup {
+            Lookup::Id(id) => Some(*id),
+            Lookup::Name(name) => self.names.remove(name),
+        };
+        if let Some(id) = id
+            && let Some(e) = self.servers.remove(&id)
+        {
+            self.names.remove(&e.server.name);
+        }
+    }
+
+    fn snapshot_fresh(&self, max_age: Duration) -> bool {
+        self.snapshot.is_some_and(|t| t.elapsed() <= max_age)
+    }
+
+    /// Evicts per-server entries older than an hour (mode `one`).
+    fn evict_older_than(&mut self, age: Duration) {
+        let stale: Vec<ServerId> =
+            self.servers.iter().filter(|(_, e)| e.fetched.elapsed() > age).map(|(id, _)| *id).collect();
+        for id in stale {
+            if let Some(e) = self.servers.remove(&id) {
+                self.names.remove(&e.server.name);
+            }
+        }
+    }
+}
+
+/// The shared server inventory.
+pub struct Inventory {
+    client: Client,
+    mode: CacheMode,
+    state: Mutex<State>,
+    refresh: tokio::sync::Mutex<()>,
+    stats: InventoryStats,
+}
+
+impl Inventory {
+    /// An empty inventory.
+    pub fn new(client: Client, mode: CacheMode) -> Inventory {
+        Inventory {
+            client,
+            mode,
+            state: Mutex::new(State::default()),
+            refresh: tokio::sync::Mutex::new(()),
+            stats: InventoryStats::default(),
+        }
+    }
+
+    /// What the inventory did so far.
+    pub fn stats(&self) -> &InventoryStats {
+        &self.stats
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // Every mutation is a complete map update; a panic cannot leave a half-written state.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The server, or `None` if it does not exist (as of data at most `max_age` old).
+    pub async fn get(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
+        match self.mode {
+            CacheMode::Off => {
+                self.stats.misses.fetch_add(1, Ordering::Relaxed);
+                Ok(self.single(lookup).await?.map(Arc::new))
+            }
+            CacheMode::One => {
+                if let Some(e) = self.lock().find(lookup).filter(|e| e.fetched.elapsed() <= max_age) {
+                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Some(e.server.clone()));
+                }
+                self.stats.misses.fetch_add(1, Ordering::Relaxed);
+                self.fetch_single_and_store(lookup).await
+            }
+            CacheMode::All => self.get_all_mode(lookup, max_age).await,
+        }
+    }
+
+    async fn get_all_mode(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
+        let (known, generation) = {
+            let s = self.lock();
+            let entry = s.find(lookup);
+            if let Some(e) = entry.filter(|e| e.fetched.elapsed() <= max_age) {
+                self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(e.server.clone()));
+            }
+            if entry.is_none() && s.snapshot_fresh(max_age) {
+                self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(None);
+            }
+            (entry.is_some(), s.generation)
+        };
+        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        if known {
+            return self.fetch_single_and_store(lookup).await;
+        }
+        self.refresh_snapshot(generation).await?;
+        // Answer from the snapshot just taken (or the one a concurrent refresh took).
+        Ok(self.lock().find(lookup).map(|e| e.server.clone()))
+    }
+
+    /// Looks the server up directly, bypassing the cache, and stores the answer. Used to
+    /// confirm a server is really gone before anything destructive happens.
+    pub async fn confirm(&self, lookup: &Lookup) -> Result<Option<Arc<Server>>, Error> {
+        self.fetch_single_and_store(lookup).await
+    }
+
+    /// Announces lookups of all `lookups` within `max_age`. In mode `all`, refreshes the
+    /// snapshot now if that is cheaper than refreshing the stale ones one by one.
+    pub async fn prefetch(&self, lookups: &[Lookup], max_age: Duration) {
+        if self.mode != CacheMode::All || lookups.is_empty() {
+            return;
+        }
+        let (stale, pages, generation) = {
+            let s = self.lock();
+            if s.snapshot_fresh(max_age) {
+                // Fresh snapshot: known servers are fresh, unknown ones are absent.
+                return;
+            }
+            let stale = lookups.iter().filter(|l| s.find(l).is_none_or(|e| e.fetched.elapsed() > max_age)).count();
+            (stale, s.snapshot_pages.max(1) as usize, s.generation)
+        };
+        if stale == 0 || stale < pages {
+            return;
+        }
+        debug!(stale, pages, "prefetch: refreshing the server snapshot");
+        if let Err(e) = self.refresh_snapshot(generation).await {
+            warn!(error = %e, "prefetch of the server list failed; lookups will retry");
+        }
+    }
+
+    async fn refresh_snapshot(&self, seen_generation: u64) -> Result<(), Error> {
+        let _guard = self.refresh.lock().await;
+        if self.lock().generation != seen_generation {
+            // Someone refreshed while we waited: use theirs.
+            return Ok(());
+        }
+        let started = Instant::now();
+        let servers = self.client.servers().list_all(&ServerListParams::default()).await?;
+        self.stats.lists.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.lock();
+        s.servers.clear();
+        s.names.clear();
+        s.snapshot_pages = (servers.len() as u32).div_ceil(LIST_ALL_PER_PAGE).max(1);
+        for server in servers {
+            s.insert(server, started);
+        }
+        s.snapshot = Some(started);
+        s.generation += 1;
+        debug!(servers = s.servers.len(), pages = s.snapshot_pages, "server snapshot refreshed");
+        Ok(())
+    }
+
+    async fn single(&self, lookup: &Lookup) -> Result<Option<Server>, Error> {
+        self.stats.singles.fetch_add(1, Ordering::Relaxed);
+        match lookup {
+            Lookup::Id(id) => self.client.servers().find(*id).await,
+            Lookup::Name(name) => self.client.servers().get_by_name(name).await,
+        }
+    }
+
+    async fn fetch_single_and_store(&self, lookup: &Lookup) -> Result<Option<Arc<Server>>, Error> {
+        let fetched = Instant::now();
+        let result = self.single(lookup).await?;
+        let mut s = self.lock();
+        if self.mode == CacheMode::One {
+            s.evict_older_than(Duration::from_secs(3600));
+        }
+        Ok(match result {
+            Some(server) => Some(s.insert(server, fetched)),
+            None => {
+                s.remove(lookup);
+                None
+            }
+        })
+    }
+}

@@ -1,0 +1,28 @@
+//! The Hetzner Cloud provider: implements the `cloud-provider` traits with `hcloud-api`.
+//!
+//! ```text
+//!  env ──► Config::from_env (all errors at once) ──► HcloudCloud::connect
+//!                                                     │ token check (GET /locations)
+//!                                                     │ HCLOUD_NETWORK resolved (id or name)
+//!                                                     ▼
+//!  controllers ──► HcloudInstances (InstancesV2) ──► Inventory (shared server cache,
+//!     node → Lookup (providerID hcloud://<id>,        modes all/one/off, single-flight
+//!            else node name)                          lists, no re-list storms)
+//!     server → InstanceMetadata (type, region,            │
+//!            zone = legacy datacenter, addresses)         ▼
+//!                                                     hcloud_api::Client
+//! ```
+//!
+//! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
+
+pub mod cloud;
+pub mod config;
+pub mod instances;
+pub mod inventory;
+pub mod provider_id;
+
+pub use cloud::{HcloudCloud, PROVIDER_NAME, StartupError};
+pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
+pub use instances::HcloudInstances;
+pub use inventory::{Inventory, Lookup};
+pub use provider_id::{ProviderId, ProviderIdError};
