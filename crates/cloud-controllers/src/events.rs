@@ -1,49 +1,150 @@
-//! Kubernetes events (events.k8s.io/v1) for the objects controllers act on. Every event is
-//! also logged, so a misconfiguration shows up in `kubectl describe` and in the CCM's logs.
-//! Publishing failures are logged, never propagated: an event is never a reason to fail.
+//! Kubernetes events for the objects controllers act on, written as core/v1 Events like
+//! client-go's recorder (which upstream's controllers use), so `kubectl describe` shows them
+//! on every API server version. (events.k8s.io/v1 rejects Node events in `default` on older
+//! servers.) Repeats of the same event within ten minutes bump `count` and `lastTimestamp`
+//! instead of creating new objects, like client-go's aggregation.
+//!
+//! Every event is also logged, so a misconfiguration shows up in `kubectl describe` and in
+//! the CCM's logs. Publishing failures are logged, never propagated.
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, EventSource, Node, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
 use tracing::{info, warn};
 
-/// Publishes events on behalf of one controller.
+/// How long repeats of an event are folded into one object.
+const AGGREGATION_WINDOW: Duration = Duration::from_secs(600);
+
+/// Event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// Something expected happened.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    object: (Option<String>, Option<String>, Option<String>, Option<String>),
+    type_: EventType,
+    reason: String,
+    note: String,
+}
+
+struct Seen {
+    namespace: String,
+    name: String,
+    count: i32,
+    last: std::time::Instant,
+}
+
+/// Publishes events on behalf of one controller. Cheap to clone.
 #[derive(Clone)]
 pub struct EventRecorder {
-    recorder: Recorder,
-    controller: String,
+    client: Client,
+    component: String,
+    host: Option<String>,
+    seen: Arc<Mutex<HashMap<Key, Seen>>>,
 }
 
 impl EventRecorder {
-    /// A recorder reporting as `controller` (e.g. `cloud-node-controller`).
-    pub fn new(client: Client, controller: &str) -> Self {
-        let reporter = Reporter { controller: controller.to_owned(), instance: hostname() };
-        EventRecorder { recorder: Recorder::new(client, reporter), controller: controller.to_owned() }
+    /// A recorder reporting as `component` (e.g. `cloud-node-controller`).
+    pub fn new(client: Client, component: &str) -> Self {
+        EventRecorder { client, component: component.to_owned(), host: hostname(), seen: Arc::default() }
     }
 
     /// A Normal event.
-    pub async fn normal(&self, regarding: &ObjectReference, reason: &str, action: &str, note: String) {
-        info!(controller = %self.controller, object = ?regarding.name, reason, "{note}");
-        self.publish(regarding, EventType::Normal, reason, action, note).await;
+    pub async fn normal(&self, regarding: &ObjectReference, reason: &str, note: String) {
+        info!(component = %self.component, object = ?regarding.name, reason, "{note}");
+        self.publish(regarding, EventType::Normal, reason, note).await;
     }
 
     /// A Warning event.
-    pub async fn warning(&self, regarding: &ObjectReference, reason: &str, action: &str, note: String) {
-        warn!(controller = %self.controller, object = ?regarding.name, reason, "{note}");
-        self.publish(regarding, EventType::Warning, reason, action, note).await;
+    pub async fn warning(&self, regarding: &ObjectReference, reason: &str, note: String) {
+        warn!(component = %self.component, object = ?regarding.name, reason, "{note}");
+        self.publish(regarding, EventType::Warning, reason, note).await;
     }
 
-    async fn publish(&self, regarding: &ObjectReference, type_: EventType, reason: &str, action: &str, note: String) {
-        let ev = Event {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Seen>> {
+        // Entries are inserted/updated whole; a poisoned map is still consistent.
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn publish(&self, regarding: &ObjectReference, type_: EventType, reason: &str, note: String) {
+        let note = truncate(note, 1024);
+        let key = Key {
+            object: (
+                regarding.kind.clone(),
+                regarding.namespace.clone(),
+                regarding.name.clone(),
+                regarding.uid.clone(),
+            ),
             type_,
             reason: reason.to_owned(),
-            // events.k8s.io limits the note to 1 KiB.
-            note: Some(truncate(note, 1024)),
-            action: action.to_owned(),
-            secondary: None,
+            note: note.clone(),
         };
-        if let Err(e) = self.recorder.publish(&ev, regarding).await {
-            warn!(controller = %self.controller, reason, error = %e, "could not publish event");
+        let now = Time(Timestamp::now());
+        let repeat = {
+            let mut seen = self.lock();
+            seen.retain(|_, s| s.last.elapsed() < AGGREGATION_WINDOW);
+            seen.get(&key).map(|s| (s.namespace.clone(), s.name.clone(), s.count + 1))
+        };
+        if let Some((namespace, name, count)) = repeat {
+            let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+            let patch = json!({ "count": count, "lastTimestamp": now });
+            match api.patch(&name, &PatchParams::default(), &Patch::Merge(patch)).await {
+                Ok(_) => {
+                    if let Some(s) = self.lock().get_mut(&key) {
+                        s.count = count;
+                        s.last = std::time::Instant::now();
+                    }
+                    return;
+                }
+                Err(e) => {
+                    warn!(component = %self.component, reason, error = %e, "could not update event; creating a new one")
+                }
+            }
+        }
+        let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
+        let object_name = regarding.name.clone().unwrap_or_else(|| self.component.clone());
+        let name = format!("{object_name}.{:x}", Timestamp::now().as_nanosecond());
+        let event = Event {
+            metadata: ObjectMeta { name: Some(name.clone()), namespace: Some(namespace.clone()), ..Default::default() },
+            involved_object: regarding.clone(),
+            reason: Some(reason.to_owned()),
+            message: Some(note),
+            type_: Some(type_.as_str().to_owned()),
+            source: Some(EventSource { component: Some(self.component.clone()), host: self.host.clone() }),
+            first_timestamp: Some(now.clone()),
+            last_timestamp: Some(now),
+            count: Some(1),
+            reporting_component: Some(self.component.clone()),
+            reporting_instance: Some(self.host.clone().unwrap_or_else(|| self.component.clone())),
+            ..Default::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        match api.create(&PostParams::default(), &event).await {
+            Ok(_) => {
+                self.lock().insert(key, Seen { namespace, name, count: 1, last: std::time::Instant::now() });
+            }
+            Err(e) => warn!(component = %self.component, reason, error = %e, "could not publish event"),
         }
     }
 }
@@ -63,6 +164,7 @@ fn truncate(mut s: String, max: usize) -> String {
 fn hostname() -> Option<String> {
     std::env::var("HOSTNAME")
         .ok()
+        .filter(|h| !h.is_empty())
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_owned()))
 }
 

@@ -112,7 +112,6 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             .normal(
                 &reference,
                 "DeletingNode",
-                "DeleteNode",
                 format!("Deleting node {name} because it does not exist in the cloud provider"),
             )
             .await;
@@ -128,12 +127,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             Err(e) => {
                 error!(node = %name, error = %e, "unable to delete node");
                 self.events
-                    .warning(
-                        &reference,
-                        "DeletingNodeFailed",
-                        "DeleteNode",
-                        format!("Failed deleting node {name}: {e}"),
-                    )
+                    .warning(&reference, "DeletingNodeFailed", format!("Failed deleting node {name}: {e}"))
                     .await;
             }
         }

@@ -240,7 +240,7 @@ impl<C: Cloud> Inner<C> {
                     // First failure, then every doubling: visible but not a flood.
                     if failures.is_power_of_two() || failures == 0 {
                         if let Some(node) = self.store.get(&ObjectRef::new(&name)) {
-                            self.events.warning(&node_ref(&node), e.reason(), "InitializeNode", e.to_string()).await;
+                            self.events.warning(&node_ref(&node), e.reason(), e.to_string()).await;
                         }
                     } else {
                         warn!(node = %name, error = %e, "node sync failed");
@@ -327,7 +327,7 @@ impl<C: Cloud> Inner<C> {
             Err(e) => return Err(kube_err("initialize")(e)),
         }
         info!(node = %name, provider_id = %metadata.provider_id, "successfully initialized node with cloud provider");
-        self.events.normal(&node_ref(&node), "Synced", "InitializeNode", "Node synced successfully".to_owned()).await;
+        self.events.normal(&node_ref(&node), "Synced", "Node synced successfully".to_owned()).await;
         Ok(())
     }
 

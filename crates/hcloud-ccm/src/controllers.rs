@@ -1,0 +1,120 @@
+//! Controller names, aliases and `--controllers` selection (upstream `names/` and
+//! controller-manager's `IsControllerEnabled`).
+
+/// `cloud-node-controller`.
+pub const CLOUD_NODE: &str = "cloud-node-controller";
+/// `cloud-node-lifecycle-controller`.
+pub const CLOUD_NODE_LIFECYCLE: &str = "cloud-node-lifecycle-controller";
+/// `service-lb-controller`.
+pub const SERVICE_LB: &str = "service-lb-controller";
+/// `node-route-controller`.
+pub const NODE_ROUTE: &str = "node-route-controller";
+
+/// Every controller, in start order.
+pub const ALL: [&str; 4] = [CLOUD_NODE, CLOUD_NODE_LIFECYCLE, SERVICE_LB, NODE_ROUTE];
+
+/// Upstream's aliases.
+pub const ALIASES: [(&str, &str); 4] = [
+    ("cloud-node", CLOUD_NODE),
+    ("service", SERVICE_LB),
+    ("route", NODE_ROUTE),
+    ("cloud-node-lifecycle", CLOUD_NODE_LIFECYCLE),
+];
+
+/// Resolves aliases in a `--controllers` list (keeping `-` prefixes and `*`) and rejects
+/// unknown names.
+pub fn resolve(list: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut unknown = Vec::new();
+    for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if item == "*" {
+            out.push(item.to_owned());
+            continue;
+        }
+        let (prefix, name) = match item.strip_prefix('-') {
+            Some(rest) => ("-", rest),
+            None => ("", item),
+        };
+        let canonical = ALIASES.iter().find(|(a, _)| *a == name).map(|(_, c)| *c).unwrap_or(name);
+        if ALL.contains(&canonical) {
+            out.push(format!("{prefix}{canonical}"));
+        } else {
+            unknown.push(item.to_owned());
+        }
+    }
+    if unknown.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "--controllers: unknown controller(s) {}; known: {} (aliases: {}), '*' for all, '-name' to disable",
+            unknown.join(", "),
+            ALL.join(", "),
+            ALIASES.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(", ")
+        ))
+    }
+}
+
+/// Upstream `IsControllerEnabled` over a resolved list: named ⇒ on, `-named` ⇒ off,
+/// otherwise on iff `*` is present (no controller is disabled by default).
+pub fn is_enabled(resolved: &[String], name: &str) -> bool {
+    if resolved.iter().any(|c| c == name) {
+        return true;
+    }
+    if resolved.iter().any(|c| c.strip_prefix('-') == Some(name)) {
+        return false;
+    }
+    resolved.iter().any(|c| c == "*")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    /// Upstream `TestCloudControllerManagerAliases`, with this project's controller names.
+    #[test]
+    fn test_cloud_controller_manager_aliases() {
+        let resolved = resolve(&s(&["service-lb-controller", "-service", "route", "-cloud-node-lifecycle-controller"]))
+            .expect("valid");
+        assert_eq!(
+            resolved,
+            s(&["service-lb-controller", "-service-lb-controller", "node-route-controller", "-cloud-node-lifecycle-controller"])
+        );
+    }
+
+    /// Upstream `TestCloudControllerNamesConsistency`: names match `^[a-z]([-a-z]*[a-z])?$`
+    /// and end in `-controller`.
+    #[test]
+    fn test_cloud_controller_names_consistency() {
+        for name in ALL {
+            assert!(name.ends_with("-controller"), "{name}");
+            let bytes = name.as_bytes();
+            assert!(bytes.first().is_some_and(u8::is_ascii_lowercase) && bytes.last().is_some_and(u8::is_ascii_lowercase));
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{name}");
+        }
+    }
+
+    /// Upstream `TestCloudControllerNamesDeclaration`: every alias points at a declared name.
+    #[test]
+    fn test_cloud_controller_names_declaration() {
+        for (alias, name) in ALIASES {
+            assert!(ALL.contains(&name), "{alias} -> {name}");
+        }
+    }
+
+    #[test]
+    fn enablement() {
+        let all = resolve(&s(&["*"])).expect("valid");
+        assert!(ALL.iter().all(|c| is_enabled(&all, c)));
+        let some = resolve(&s(&["*", "-route", "-service"])).expect("valid");
+        assert!(is_enabled(&some, CLOUD_NODE) && is_enabled(&some, CLOUD_NODE_LIFECYCLE));
+        assert!(!is_enabled(&some, NODE_ROUTE) && !is_enabled(&some, SERVICE_LB));
+        let only = resolve(&s(&["cloud-node"])).expect("valid");
+        assert!(is_enabled(&only, CLOUD_NODE) && !is_enabled(&only, CLOUD_NODE_LIFECYCLE));
+        let err = resolve(&s(&["*", "nodes", "-bogus"])).unwrap_err();
+        assert!(err.contains("nodes, -bogus") && err.contains("cloud-node-controller"), "{err}");
+    }
+}

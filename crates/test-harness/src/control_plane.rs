@@ -1,0 +1,664 @@
+//! [`ControlPlane`]: a real kube-apiserver + etcd on loopback, with admin, CCM and
+//! no-permission identities.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use tempfile::TempDir;
+use tokio::sync::OnceCell;
+
+use crate::error::HarnessError;
+use crate::lifeline::{Supervised, pid_alive, tail_file};
+use crate::rbac;
+
+/// How long [`ControlPlane::start`] waits for `/readyz` (each attempt).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often a start is retried when a freshly picked port turned out to be taken.
+const PORT_ATTEMPTS: usize = 3;
+
+/// Field manager used for the objects the harness applies.
+const FIELD_MANAGER: &str = "test-harness";
+
+/// User name of the admin identity (group `system:masters`).
+pub const ADMIN_USER: &str = "harness-admin";
+/// User name of the identity without any permissions beyond `system:authenticated`.
+pub const RESTRICTED_USER: &str = "harness-nobody";
+
+static SHARED: OnceCell<Result<ControlPlane, String>> = OnceCell::const_new();
+
+/// A running kube-apiserver and etcd, both bound to 127.0.0.1 on free ports, with everything in
+/// one temporary directory (etcd data, serving certificates, service-account key, token file,
+/// kubeconfigs and logs).
+///
+/// Identities (static bearer tokens):
+/// - admin ([`ADMIN_USER`], group `system:masters`): [`Self::admin_kubeconfig`];
+/// - the CCM ([`rbac::CCM_USER`], the ServiceAccount user, bound to
+///   [`rbac::CCM_CLUSTER_ROLE`] and nothing else): [`Self::ccm_kubeconfig`];
+/// - no permissions ([`RESTRICTED_USER`]): [`Self::restricted_kubeconfig`].
+///
+/// The admission plugin `TaintNodesByCondition` is disabled: with no kube-controller-manager
+/// nobody would remove the `node.kubernetes.io/not-ready` taint it adds to every new Node, so
+/// Nodes carry exactly the taints a test gives them. There is no kube-controller-manager or
+/// scheduler at all: no namespace finalisation, garbage collection, Endpoints or node-lifecycle
+/// behaviour.
+///
+/// The value holds no Kubernetes clients: a `kube::Client` belongs to the tokio runtime that
+/// created it, and every `#[tokio::test]` has its own runtime, so the `*_client` methods build
+/// a fresh client per call.
+///
+/// Dropping the value stops both processes and removes the directory. The processes also stop
+/// when the test process exits without dropping it (see the crate docs, "Lifelines").
+#[derive(Debug)]
+pub struct ControlPlane {
+    apiserver: Supervised,
+    etcd: Supervised,
+    dir: TempDir,
+    assets: PathBuf,
+    server_url: String,
+    admin_kubeconfig: PathBuf,
+    ccm_kubeconfig: PathBuf,
+    restricted_kubeconfig: PathBuf,
+    startup: Duration,
+    time_to_readyz: Duration,
+}
+
+/// Bearer tokens of the three identities.
+#[derive(Debug)]
+struct Tokens {
+    admin: String,
+    ccm: String,
+    restricted: String,
+}
+
+impl ControlPlane {
+    /// The control plane shared by all tests of this test binary, started on first use.
+    ///
+    /// Safe to call concurrently from many `#[tokio::test]`s (each with its own runtime): the
+    /// processes are plain `std::process` children, not bound to any runtime. If the start
+    /// fails, every caller gets the same error without another attempt. Isolate tests by
+    /// unique names ([`crate::unique_name`]).
+    pub async fn shared() -> Result<&'static ControlPlane, HarnessError> {
+        let result = SHARED.get_or_init(|| async { ControlPlane::start().await.map_err(|e| e.to_string()) }).await;
+        match result {
+            Ok(control_plane) => Ok(control_plane),
+            Err(message) => Err(HarnessError::SharedStart(message.clone())),
+        }
+    }
+
+    /// Start a new, private control plane: find the binaries, start etcd and kube-apiserver,
+    /// wait for `/readyz`, apply the CCM's RBAC and wait until it is in effect.
+    pub async fn start() -> Result<ControlPlane, HarnessError> {
+        let started = Instant::now();
+        let assets = find_assets().await?;
+        let minor = apiserver_minor_version(&assets).await?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match start_once(&assets, minor).await {
+                Ok(mut control_plane) => {
+                    control_plane.bootstrap().await?;
+                    control_plane.startup = started.elapsed();
+                    return Ok(control_plane);
+                }
+                Err(StartFailure::PortTaken(error)) if attempt < PORT_ATTEMPTS => {
+                    tracing::warn!(attempt, "a port was taken, retrying: {error}");
+                }
+                Err(StartFailure::PortTaken(error) | StartFailure::Other(error)) => {
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// Create the namespaces and the CCM's RBAC objects, then wait until the CCM identity can
+    /// list Nodes (the RBAC authoriser reads from a cache, so bindings apply after a moment).
+    async fn bootstrap(&self) -> Result<(), HarnessError> {
+        let admin = self.admin_client().await?;
+        let namespaces: Api<Namespace> = Api::all(admin.clone());
+        for name in ["kube-system", "default"] {
+            let namespace = Namespace {
+                metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+                ..Namespace::default()
+            };
+            match namespaces.create(&PostParams::default(), &namespace).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+                Err(e) => return Err(HarnessError::kube(format!("creating namespace {name}"), e)),
+            }
+        }
+        let apply = PatchParams::apply(FIELD_MANAGER).force();
+        let service_account = rbac::ccm_service_account();
+        Api::<ServiceAccount>::namespaced(admin.clone(), rbac::CCM_NAMESPACE)
+            .patch(rbac::CCM_SERVICE_ACCOUNT, &apply, &Patch::Apply(&service_account))
+            .await
+            .map_err(|e| HarnessError::kube("applying the CCM ServiceAccount", e))?;
+        let role = rbac::ccm_cluster_role();
+        Api::<ClusterRole>::all(admin.clone())
+            .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&role))
+            .await
+            .map_err(|e| HarnessError::kube("applying the CCM ClusterRole", e))?;
+        let binding = rbac::ccm_cluster_role_binding();
+        Api::<ClusterRoleBinding>::all(admin)
+            .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&binding))
+            .await
+            .map_err(|e| HarnessError::kube("applying the CCM ClusterRoleBinding", e))?;
+
+        let ccm = self.ccm_client().await?;
+        let nodes: Api<Node> = Api::all(ccm);
+        let mut last_error = String::new();
+        let effective = crate::wait::wait_until(Duration::from_secs(20), "the CCM's RBAC to take effect", async || {
+            match nodes.list(&ListParams::default().limit(1)).await {
+                Ok(_) => true,
+                Err(e) => {
+                    last_error = e.to_string();
+                    false
+                }
+            }
+        })
+        .await;
+        effective.map_err(|e| HarnessError::ControlPlaneNotReady {
+            reason: format!("{e}; last error: {last_error}"),
+            detail: self.log_tails(),
+        })
+    }
+
+    /// The API server URL, `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server_url
+    }
+
+    /// Kubeconfig of the admin identity (group `system:masters`).
+    pub fn admin_kubeconfig(&self) -> &Path {
+        &self.admin_kubeconfig
+    }
+
+    /// Kubeconfig of the CCM identity ([`rbac::CCM_USER`], only the CCM's ClusterRole).
+    pub fn ccm_kubeconfig(&self) -> &Path {
+        &self.ccm_kubeconfig
+    }
+
+    /// Kubeconfig of the identity without permissions ([`RESTRICTED_USER`]).
+    pub fn restricted_kubeconfig(&self) -> &Path {
+        &self.restricted_kubeconfig
+    }
+
+    /// The `kubectl` from the assets directory (same version as the API server).
+    pub fn kubectl_path(&self) -> PathBuf {
+        self.assets.join("kubectl")
+    }
+
+    /// The directory holding kube-apiserver, etcd and kubectl.
+    pub fn assets_dir(&self) -> &Path {
+        &self.assets
+    }
+
+    /// The control plane's temporary directory (removed on drop or when the test process
+    /// exits).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A new client with the admin identity, bound to the calling tokio runtime.
+    pub async fn admin_client(&self) -> Result<Client, HarnessError> {
+        client_from_kubeconfig(&self.admin_kubeconfig).await
+    }
+
+    /// A new client with the CCM identity, bound to the calling tokio runtime.
+    pub async fn ccm_client(&self) -> Result<Client, HarnessError> {
+        client_from_kubeconfig(&self.ccm_kubeconfig).await
+    }
+
+    /// A new client with the no-permission identity, bound to the calling tokio runtime.
+    pub async fn restricted_client(&self) -> Result<Client, HarnessError> {
+        client_from_kubeconfig(&self.restricted_kubeconfig).await
+    }
+
+    /// Process id of kube-apiserver.
+    pub fn apiserver_pid(&self) -> u32 {
+        self.apiserver.pid()
+    }
+
+    /// Process id of etcd.
+    pub fn etcd_pid(&self) -> u32 {
+        self.etcd.pid()
+    }
+
+    /// Process ids of the two lifeline supervisors (apiserver's, etcd's).
+    pub fn supervisor_pids(&self) -> [u32; 2] {
+        [self.apiserver.supervisor_pid(), self.etcd.supervisor_pid()]
+    }
+
+    /// Whether both processes are still running.
+    pub fn is_running(&self) -> bool {
+        self.apiserver.is_running() && self.etcd.is_running()
+    }
+
+    /// The kube-apiserver log so far.
+    pub fn apiserver_logs(&self) -> String {
+        self.apiserver.logs()
+    }
+
+    /// The etcd log so far.
+    pub fn etcd_logs(&self) -> String {
+        self.etcd.logs()
+    }
+
+    /// How long [`Self::start`] took, from finding the binaries until the CCM's RBAC was in
+    /// effect.
+    pub fn startup_duration(&self) -> Duration {
+        self.startup
+    }
+
+    /// Time from starting etcd until kube-apiserver's `/readyz` answered 200 (the part of
+    /// [`Self::startup_duration`] spent waiting for the processes).
+    pub fn time_to_readyz(&self) -> Duration {
+        self.time_to_readyz
+    }
+
+    fn log_tails(&self) -> String {
+        log_tails(&self.etcd, &self.apiserver)
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        // The API server first, so it does not log a storm of etcd connection errors.
+        self.apiserver.shutdown();
+        self.etcd.shutdown();
+    }
+}
+
+/// Build a client from a kubeconfig file (current context).
+pub async fn client_from_kubeconfig(path: &Path) -> Result<Client, HarnessError> {
+    let kubeconfig_error = |message: String| HarnessError::Kubeconfig { path: path.display().to_string(), message };
+    let kubeconfig = Kubeconfig::read_from(path).map_err(|e| kubeconfig_error(e.to_string()))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| kubeconfig_error(e.to_string()))?;
+    Client::try_from(config).map_err(|e| HarnessError::kube(format!("building a client from {}", path.display()), e))
+}
+
+enum StartFailure {
+    /// A process could not bind its port (someone else took it after we picked it).
+    PortTaken(HarnessError),
+    Other(HarnessError),
+}
+
+fn kubeconfig_paths(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (dir.join("admin.kubeconfig"), dir.join("ccm.kubeconfig"), dir.join("restricted.kubeconfig"))
+}
+
+fn log_tails(etcd: &Supervised, apiserver: &Supervised) -> String {
+    format!(
+        "----- etcd log (last 40 lines, {}) -----\n{}\n----- kube-apiserver log (last 60 lines, {}) -----\n{}",
+        etcd.log_path().display(),
+        tail_file(etcd.log_path(), 40),
+        apiserver.log_path().display(),
+        tail_file(apiserver.log_path(), 60),
+    )
+}
+
+/// One attempt: a fresh directory, key and tokens; etcd and kube-apiserver on fresh ports;
+/// kubeconfigs; wait for `/readyz`.
+async fn start_once(assets: &Path, apiserver_minor: u32) -> Result<ControlPlane, StartFailure> {
+    let other = StartFailure::Other;
+    let dir = tempfile::Builder::new()
+        .prefix("harness-cp-")
+        .tempdir()
+        .map_err(|e| other(HarnessError::io("creating the control plane's temp dir", e)))?;
+    let sa_key = dir.path().join("sa.key");
+    run_checked("openssl", &["genrsa".as_ref(), "-out".as_ref(), sa_key.as_os_str(), "2048".as_ref()])
+        .await
+        .map_err(other)?;
+    let tokens = Tokens { admin: random_token(), ccm: random_token(), restricted: random_token() };
+    let csv = format!(
+        "{},{ADMIN_USER},{ADMIN_USER},\"system:masters\"\n{},{},ccm\n{},{RESTRICTED_USER},{RESTRICTED_USER}\n",
+        tokens.admin,
+        tokens.ccm,
+        rbac::CCM_USER,
+        tokens.restricted,
+    );
+    write(&dir.path().join("tokens.csv"), &csv).map_err(other)?;
+    let [client_port, peer_port, apiserver_port] = free_ports().map_err(other)?;
+    let spawned = Instant::now();
+    let root = dir.path();
+    let etcd_data = root.join("etcd");
+    let cert_dir = root.join("certs");
+    let client_url = format!("http://127.0.0.1:{client_port}");
+    let peer_url = format!("http://127.0.0.1:{peer_port}");
+    let etcd_args = [
+        "--name=harness".to_owned(),
+        format!("--data-dir={}", etcd_data.display()),
+        format!("--listen-client-urls={client_url}"),
+        format!("--advertise-client-urls={client_url}"),
+        format!("--listen-peer-urls={peer_url}"),
+        format!("--initial-advertise-peer-urls={peer_url}"),
+        format!("--initial-cluster=harness={peer_url}"),
+        "--initial-cluster-state=new".to_owned(),
+        "--logger=zap".to_owned(),
+    ];
+    let etcd = Supervised::spawn(
+        "etcd",
+        &assets.join("etcd"),
+        &etcd_args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[],
+        &root.join("etcd.log"),
+        Some(root),
+    )
+    .map_err(other)?;
+
+    let mut apiserver_args = vec![
+        format!("--etcd-servers={client_url}"),
+        "--bind-address=127.0.0.1".to_owned(),
+        "--advertise-address=127.0.0.1".to_owned(),
+        format!("--secure-port={apiserver_port}"),
+        format!("--cert-dir={}", cert_dir.display()),
+        format!("--service-account-key-file={}", sa_key.display()),
+        format!("--service-account-signing-key-file={}", sa_key.display()),
+        "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
+        format!("--token-auth-file={}", root.join("tokens.csv").display()),
+        "--authorization-mode=Node,RBAC".to_owned(),
+        "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+        // No Endpoints for the `kubernetes` Service: a loopback endpoint is rejected anyway.
+        "--endpoint-reconciler-type=none".to_owned(),
+        // Without kube-controller-manager nobody would ever remove the `not-ready` taint this
+        // plugin adds to new Nodes; Nodes carry exactly the taints the test gives them.
+        "--disable-admission-plugins=TaintNodesByCondition".to_owned(),
+    ];
+    if apiserver_minor < 24 {
+        // Removed in 1.24, where there is no insecure port at all.
+        apiserver_args.push("--insecure-port=0".to_owned());
+    }
+    let apiserver = Supervised::spawn(
+        "kube-apiserver",
+        &assets.join("kube-apiserver"),
+        &apiserver_args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[],
+        &root.join("kube-apiserver.log"),
+        Some(root),
+    )
+    .map_err(other)?;
+
+    let paths = kubeconfig_paths(root);
+    let server = format!("https://127.0.0.1:{apiserver_port}");
+    let cert_file = cert_dir.join("apiserver.crt");
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let mut ca_seen = String::new();
+    let mut client: Option<Client> = None;
+    let mut last_error = "the serving certificate was not written yet".to_owned();
+    loop {
+        for process in [&etcd, &apiserver] {
+            if !process.is_running() {
+                let log = process.logs();
+                let reason = format!(
+                    "{} exited early ({})",
+                    process.name(),
+                    process.try_exit().map_or_else(|| "status unknown".to_owned(), |s| s.to_string())
+                );
+                let error = HarnessError::ControlPlaneNotReady { reason, detail: log_tails(&etcd, &apiserver) };
+                return Err(if log.contains("address already in use") {
+                    StartFailure::PortTaken(error)
+                } else {
+                    StartFailure::Other(error)
+                });
+            }
+        }
+        // The certificate file is written at startup; re-read it until it is complete and
+        // (re)write the kubeconfigs whenever it changes.
+        if let Ok(ca) = std::fs::read_to_string(&cert_file)
+            && ca.trim_end().ends_with("-----END CERTIFICATE-----")
+            && ca != ca_seen
+        {
+            let ca_data = base64(ca.as_bytes());
+            for (path, user, token) in [
+                (&paths.0, ADMIN_USER, &tokens.admin),
+                (&paths.1, rbac::CCM_USER, &tokens.ccm),
+                (&paths.2, RESTRICTED_USER, &tokens.restricted),
+            ] {
+                write(path, &kubeconfig(&server, &ca_data, user, token)).map_err(other)?;
+            }
+            client = Some(client_from_kubeconfig(&paths.0).await.map_err(other)?);
+            ca_seen = ca;
+        }
+        if let Some(client) = &client {
+            let request = http::Request::get("/readyz").body(Vec::new());
+            match request {
+                Ok(request) => match client.request_text(request).await {
+                    Ok(_) => {
+                        let (admin_kubeconfig, ccm_kubeconfig, restricted_kubeconfig) = paths;
+                        return Ok(ControlPlane {
+                            apiserver,
+                            etcd,
+                            dir,
+                            assets: assets.to_owned(),
+                            server_url: server,
+                            admin_kubeconfig,
+                            ccm_kubeconfig,
+                            restricted_kubeconfig,
+                            startup: Duration::ZERO,
+                            time_to_readyz: spawned.elapsed(),
+                        });
+                    }
+                    Err(e) => last_error = format!("GET /readyz: {e}"),
+                },
+                Err(e) => last_error = format!("building the /readyz request: {e}"),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(StartFailure::Other(HarnessError::ControlPlaneNotReady {
+                reason: format!("no ready /readyz within {READY_TIMEOUT:?}; last error: {last_error}"),
+                detail: log_tails(&etcd, &apiserver),
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Three distinct free TCP ports on 127.0.0.1 (free when we looked: another process may take
+/// one before we bind it, which [`ControlPlane::start`] handles by retrying).
+fn free_ports() -> Result<[u16; 3], HarnessError> {
+    let bind = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| HarnessError::io("binding 127.0.0.1:0 to find a free port", e))
+    };
+    // Hold all three at once so they are distinct.
+    let listeners = [bind()?, bind()?, bind()?];
+    let mut ports = [0u16; 3];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr().map_err(|e| HarnessError::io("reading a bound port", e))?.port();
+    }
+    Ok(ports)
+}
+
+/// The directory with kube-apiserver, etcd and kubectl: `$KUBEBUILDER_ASSETS`, or what
+/// `scripts/provision-control-plane` prints (building the binaries on first use).
+pub async fn find_assets() -> Result<PathBuf, HarnessError> {
+    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        check_assets(&dir, "KUBEBUILDER_ASSETS")?;
+        return Ok(dir);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/provision-control-plane");
+    let output = tokio::process::Command::new(&script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // Progress (and a cold build takes minutes) goes straight to the terminal.
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .map_err(|e| HarnessError::io(format!("running {}", script.display()), e))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(HarnessError::Assets(format!(
+            "{} failed ({}); see its messages above. stdout:\n{stdout}",
+            script.display(),
+            output.status
+        )));
+    }
+    let dir = stdout
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .and_then(|line| line.trim().strip_prefix("KUBEBUILDER_ASSETS="))
+        .ok_or_else(|| {
+            HarnessError::Assets(format!(
+                "{} did not print KUBEBUILDER_ASSETS=<dir> as its last line; stdout:\n{stdout}",
+                script.display()
+            ))
+        })?;
+    let dir = PathBuf::from(dir);
+    check_assets(&dir, &script.display().to_string())?;
+    Ok(dir)
+}
+
+fn check_assets(dir: &Path, origin: &str) -> Result<(), HarnessError> {
+    for binary in ["kube-apiserver", "etcd", "kubectl"] {
+        if !dir.join(binary).is_file() {
+            return Err(HarnessError::Assets(format!("{} (from {origin}) has no {binary}", dir.display())));
+        }
+    }
+    Ok(())
+}
+
+/// The minor version of the API server binary (`Kubernetes v1.20.2` -> 20).
+async fn apiserver_minor_version(assets: &Path) -> Result<u32, HarnessError> {
+    let output = run_checked(&assets.join("kube-apiserver"), &["--version".as_ref()]).await?;
+    output
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("v1."))
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|minor| minor.parse().ok())
+        .ok_or_else(|| HarnessError::Assets(format!("unexpected kube-apiserver --version output: {output:?}")))
+}
+
+/// Run a short command to completion; its stdout on success.
+async fn run_checked(program: impl AsRef<std::ffi::OsStr>, args: &[&std::ffi::OsStr]) -> Result<String, HarnessError> {
+    let command_line = format!(
+        "{} {}",
+        program.as_ref().to_string_lossy(),
+        args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    );
+    let output = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|e| HarnessError::io(format!("running `{command_line}`"), e))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(HarnessError::Command {
+            command: command_line,
+            detail: format!("{}: {}", output.status, String::from_utf8_lossy(&output.stderr).trim()),
+        })
+    }
+}
+
+fn write(path: &Path, contents: &str) -> Result<(), HarnessError> {
+    std::fs::write(path, contents).map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))
+}
+
+fn random_token() -> String {
+    std::iter::repeat_with(fastrand::alphanumeric).take(40).collect()
+}
+
+/// A kubeconfig (YAML) for one token identity that trusts the API server's self-signed CA.
+fn kubeconfig(server: &str, ca_data: &str, user: &str, token: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Config
+clusters:
+- name: test-harness
+  cluster:
+    server: "{server}"
+    certificate-authority-data: "{ca_data}"
+users:
+- name: "{user}"
+  user:
+    token: "{token}"
+contexts:
+- name: test-harness
+  context:
+    cluster: test-harness
+    user: "{user}"
+    namespace: default
+current-context: test-harness
+"#
+    )
+}
+
+/// Standard base64 with padding (for `certificate-authority-data`).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk.first().copied().unwrap_or(0),
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                let index = ((n >> shift) & 63) as usize;
+                out.push(char::from(ALPHABET.get(index).copied().unwrap_or(b'=')));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Whether a process exists and is not a zombie (re-exported for tests about cleanup).
+pub fn process_alive(pid: u32) -> bool {
+    pid_alive(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(base64(input.as_bytes()), expected, "input {input:?}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe]), "//4=");
+    }
+
+    #[test]
+    fn kubeconfig_parses() {
+        let text = kubeconfig("https://127.0.0.1:6443", "Zm9v", rbac::CCM_USER, "tok");
+        let parsed = Kubeconfig::from_yaml(&text);
+        assert!(parsed.is_ok(), "{parsed:?}");
+        let parsed = parsed.unwrap_or_default();
+        assert_eq!(parsed.current_context.as_deref(), Some("test-harness"));
+        assert_eq!(parsed.auth_infos[0].name, rbac::CCM_USER);
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let ports = free_ports().unwrap_or_default();
+        assert!(ports.iter().all(|p| *p != 0));
+        assert_ne!(ports[0], ports[1]);
+        assert_ne!(ports[1], ports[2]);
+        assert_ne!(ports[0], ports[2]);
+    }
+}
