@@ -8,7 +8,7 @@
 //! `metadata.managedFields` is dropped before caching: controllers never need it and it is
 //! often the largest part of an object.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,9 +54,29 @@ where
     /// During a (re-)list: the objects cached before it and the keys seen since, so objects
     /// that vanished while the watch was down get a `Deleted` event at `InitDone`.
     relist: Option<Relist<K>>,
+    synced: tokio::sync::watch::Sender<bool>,
 }
 
-type Relist<K> = (Vec<Arc<K>>, HashSet<ObjectRef<K>>);
+/// Resolves once the informer's cache holds the first complete list. Unlike
+/// `Store::wait_until_ready` (which wakes only one waiter), any number of tasks can wait.
+#[derive(Debug, Clone)]
+pub struct Synced(tokio::sync::watch::Receiver<bool>);
+
+impl Synced {
+    /// Waits for the first complete list; `false` if the informer stopped before that.
+    pub async fn wait(&self) -> bool {
+        self.0.clone().wait_for(|synced| *synced).await.is_ok()
+    }
+}
+
+struct Relist<K>
+where
+    K: Resource,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    before: Vec<Arc<K>>,
+    seen: Vec<ObjectRef<K>>,
+}
 
 impl<K> Informer<K>
 where
@@ -67,7 +87,8 @@ where
     pub fn new(api: Api<K>, config: watcher::Config) -> Self {
         let writer = reflector::store::Writer::default();
         let store = writer.as_reader();
-        Informer { api, config, store, writer, handlers: Vec::new(), resync_period: None, relist: None }
+        let (synced, _) = tokio::sync::watch::channel(false);
+        Informer { api, config, store, writer, handlers: Vec::new(), resync_period: None, relist: None, synced }
     }
 
     /// Replays all cached objects as updates every `period` (upstream: `--min-resync-period`).
@@ -76,9 +97,14 @@ where
         self
     }
 
-    /// The cache. Wait for [`Store::wait_until_ready`] before trusting it.
+    /// The cache. Wait for [`Informer::synced`] before trusting it.
     pub fn store(&self) -> Store<K> {
         self.store.clone()
+    }
+
+    /// A handle that resolves once the cache holds the first complete list.
+    pub fn synced(&self) -> Synced {
+        Synced(self.synced.subscribe())
     }
 
     /// Registers a handler. Handlers must be quick (enqueue only).
@@ -122,39 +148,54 @@ where
             }
             Event::Init | Event::InitDone => {}
         }
-        let old = match &event {
-            Event::Apply(obj) | Event::InitApply(obj) | Event::Delete(obj) => self.store.get(&ObjectRef::from_obj(obj)),
-            Event::Init | Event::InitDone => None,
-        };
         match &event {
-            Event::Init => self.relist = Some((self.store.state(), HashSet::new())),
+            Event::Init => {
+                debug!(kind = %K::kind(&Default::default()), "watch (re)started");
+                self.relist = Some(Relist { before: self.store.state(), seen: Vec::new() });
+                self.writer.apply_watcher_event(&event);
+            }
             Event::InitApply(obj) => {
-                if let Some((_, seen)) = self.relist.as_mut() {
-                    seen.insert(ObjectRef::from_obj(obj));
+                // The reflector commits a re-list to the store only at InitDone; remember the
+                // object and dispatch once the store holds it.
+                if let Some(relist) = self.relist.as_mut() {
+                    relist.seen.push(ObjectRef::from_obj(obj));
                 }
+                self.writer.apply_watcher_event(&event);
             }
-            _ => {}
-        }
-        self.writer.apply_watcher_event(&event);
-        if let Event::InitDone = &event
-            && let Some((before, seen)) = self.relist.take()
-        {
-            for gone in before.iter().filter(|o| !seen.contains(&ObjectRef::from_obj(o.as_ref()))) {
-                self.dispatch(&Change::Deleted(gone));
+            Event::InitDone => {
+                self.writer.apply_watcher_event(&event);
+                debug!(kind = %K::kind(&Default::default()), objects = self.store.len(), "initial list done");
+                if let Some(relist) = self.relist.take() {
+                    let before: HashMap<ObjectRef<K>, Arc<K>> =
+                        relist.before.into_iter().map(|o| (ObjectRef::from_obj(o.as_ref()), o)).collect();
+                    let seen: HashSet<&ObjectRef<K>> = relist.seen.iter().collect();
+                    for key in &relist.seen {
+                        if let Some(new) = self.store.get(key) {
+                            self.dispatch(&Change::Applied { old: before.get(key), new: &new });
+                        }
+                    }
+                    for (key, gone) in &before {
+                        if !seen.contains(key) {
+                            self.dispatch(&Change::Deleted(gone));
+                        }
+                    }
+                }
+                self.synced.send_replace(true);
             }
-        }
-        match &event {
-            Event::Apply(obj) | Event::InitApply(obj) => {
-                if let Some(new) = self.store.get(&ObjectRef::from_obj(obj)) {
+            Event::Apply(obj) => {
+                let key = ObjectRef::from_obj(obj);
+                let old = self.store.get(&key);
+                self.writer.apply_watcher_event(&event);
+                if let Some(new) = self.store.get(&key) {
                     self.dispatch(&Change::Applied { old: old.as_ref(), new: &new });
                 }
             }
             Event::Delete(obj) => {
+                let old = self.store.get(&ObjectRef::from_obj(obj));
+                self.writer.apply_watcher_event(&event);
                 let gone = old.unwrap_or_else(|| Arc::new(obj.clone()));
                 self.dispatch(&Change::Deleted(&gone));
             }
-            Event::Init => debug!(kind = %K::kind(&Default::default()), "watch (re)started"),
-            Event::InitDone => debug!(kind = %K::kind(&Default::default()), "initial list done"),
         }
     }
 

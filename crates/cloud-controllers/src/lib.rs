@@ -26,6 +26,6 @@ pub mod node_writes;
 mod testing;
 pub mod workqueue;
 
-pub use informer::{Change, Informer};
+pub use informer::{Change, Informer, Synced};
 pub use lifecycle::CloudNodeLifecycleController;
 pub use node::{CloudNodeController, NodeControllerConfig};

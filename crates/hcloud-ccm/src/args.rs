@@ -357,10 +357,11 @@ mod tests {
 
     #[test]
     fn semantic_errors_are_collected() {
-        let errs = parse(&["--cloud-provider=aws", "--concurrent-node-syncs=0", "--controllers=*,bogus", "--kube-api-qps=0"])
-            .expect("parses")
-            .validate()
-            .unwrap_err();
+        let errs =
+            parse(&["--cloud-provider=aws", "--concurrent-node-syncs=0", "--controllers=*,bogus", "--kube-api-qps=0"])
+                .expect("parses")
+                .validate()
+                .unwrap_err();
         let text = errs.join("\n");
         for needle in [
             "--cloud-provider: \"aws\" is not supported",

@@ -81,7 +81,12 @@ mod tests {
             .expect("valid");
         assert_eq!(
             resolved,
-            s(&["service-lb-controller", "-service-lb-controller", "node-route-controller", "-cloud-node-lifecycle-controller"])
+            s(&[
+                "service-lb-controller",
+                "-service-lb-controller",
+                "node-route-controller",
+                "-cloud-node-lifecycle-controller"
+            ])
         );
     }
 
@@ -92,7 +97,9 @@ mod tests {
         for name in ALL {
             assert!(name.ends_with("-controller"), "{name}");
             let bytes = name.as_bytes();
-            assert!(bytes.first().is_some_and(u8::is_ascii_lowercase) && bytes.last().is_some_and(u8::is_ascii_lowercase));
+            assert!(
+                bytes.first().is_some_and(u8::is_ascii_lowercase) && bytes.last().is_some_and(u8::is_ascii_lowercase)
+            );
             assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{name}");
         }
     }

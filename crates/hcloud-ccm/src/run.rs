@@ -59,7 +59,13 @@ fn init_logging(format: LogFormat, verbosity: u8, hcloud_debug: bool) {
         2..=4 => "info,hcloud_ccm=debug,cloud_controllers=debug,hcloud_provider=debug,hcloud_api=debug",
         _ => "debug,hcloud_ccm=trace,cloud_controllers=trace,hcloud_provider=trace,hcloud_api=trace",
     };
-    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let mut filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => EnvFilter::try_new(&v).unwrap_or_else(|e| {
+            eprintln!("hcloud-ccm: ignoring RUST_LOG={v:?}: {e}");
+            EnvFilter::new(default)
+        }),
+        _ => EnvFilter::new(default),
+    };
     if hcloud_debug && let Ok(d) = "hcloud_api::wire=debug".parse() {
         filter = filter.add_directive(d);
     }
@@ -79,17 +85,16 @@ async fn run(args: Args, settings: Settings, config: Config) -> anyhow::Result<(
 
     let kube_config = connection_config(args.kubeconfig.as_deref(), args.master.as_deref()).await?;
     let client = |qps, burst| rate_limited_client(kube_config.clone(), qps, burst);
-    let cloud = Arc::new(
-        tokio::select! {
-            c = HcloudCloud::connect(&config, None) => c.context("cannot start the Hetzner Cloud provider")?,
-            _ = shutdown.cancelled() => return Ok(()),
-        },
-    );
+    let cloud = Arc::new(tokio::select! {
+        c = HcloudCloud::connect(&config, None) => c.context("cannot start the Hetzner Cloud provider")?,
+        _ = shutdown.cancelled() => return Ok(()),
+    });
 
     // One watch on Nodes shared by every controller.
     let resync = args.min_resync_period.mul_f64(1.0 + fastrand::f64());
-    let mut informer = Informer::new(Api::<Node>::all(client(args.kube_api_qps, args.kube_api_burst)?), watcher::Config::default())
-        .resync_every(resync);
+    let mut informer =
+        Informer::new(Api::<Node>::all(client(args.kube_api_qps, args.kube_api_burst)?), watcher::Config::default())
+            .resync_every(resync);
     let mut tasks = tokio::task::JoinSet::new();
     let has_instances = cloud.instances_v2().is_some() || cloud.instances().is_some();
     let mut started = Vec::new();
@@ -131,7 +136,10 @@ async fn run(args: Args, settings: Settings, config: Config) -> anyhow::Result<(
     if is_enabled(&settings.controllers, controllers::SERVICE_LB) && cloud.load_balancer().is_none() {
         info!("{} not started: hcloud-ccm does not manage load balancers yet", controllers::SERVICE_LB);
     }
-    if is_enabled(&settings.controllers, controllers::NODE_ROUTE) && args.configure_cloud_routes && cloud.routes().is_none() {
+    if is_enabled(&settings.controllers, controllers::NODE_ROUTE)
+        && args.configure_cloud_routes
+        && cloud.routes().is_none()
+    {
         info!("{} not started: hcloud-ccm does not manage routes yet", controllers::NODE_ROUTE);
     }
     tasks.spawn(informer.run(shutdown.clone()));

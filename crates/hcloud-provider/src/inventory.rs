@@ -18,6 +18,11 @@
 //! - `one`: every lookup is answered per server (`GET /servers/{id}` or `?name=`), cached per
 //!   server for the max age.
 //! - `off`: every lookup is a request.
+//!
+//! In every mode, a transient API failure (5xx, 429, timeout, broken connection) starts a
+//! cooldown (1 s, doubling per consecutive failure, at most 30 s) during which lookups fail
+//! fast without a request: an outage or an exhausted rate limit is not made worse by every
+//! controller retrying on its own.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +56,8 @@ pub struct InventoryStats {
     pub lists: AtomicU64,
     /// Single-server requests.
     pub singles: AtomicU64,
+    /// Cooldowns started by transient API failures.
+    pub cooldowns: AtomicU64,
 }
 
 struct Entry {
@@ -116,10 +123,21 @@ impl State {
     }
 }
 
+/// Longest cooldown after consecutive transient failures.
+const MAX_COOLDOWN: Duration = Duration::from_secs(30);
+
+#[derive(Default)]
+struct Health {
+    failures: u32,
+    until: Option<Instant>,
+    last_error: String,
+}
+
 /// The shared server inventory.
 pub struct Inventory {
     client: Client,
     mode: CacheMode,
+    health: Mutex<Health>,
     state: Mutex<State>,
     refresh: tokio::sync::Mutex<()>,
     stats: InventoryStats,
@@ -131,6 +149,7 @@ impl Inventory {
         Inventory {
             client,
             mode,
+            health: Mutex::new(Health::default()),
             state: Mutex::new(State::default()),
             refresh: tokio::sync::Mutex::new(()),
             stats: InventoryStats::default(),
@@ -219,14 +238,63 @@ impl Inventory {
         }
     }
 
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        // Plain counters; a poisoned lock still holds consistent values.
+        self.health.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails fast while a cooldown after transient failures runs.
+    fn gate(&self, request: &str) -> Result<(), Error> {
+        let h = self.health();
+        match h.until {
+            Some(until) if until > Instant::now() => Err(Error::from(hcloud_api::ApiError {
+                status: 503,
+                code: hcloud_api::ErrorCode::Unavailable,
+                message: format!(
+                    "not sent: the Hetzner Cloud API failed {} time(s) in a row (last: {}); next attempt in {:?}",
+                    h.failures,
+                    h.last_error,
+                    until.saturating_duration_since(Instant::now())
+                ),
+                details: None,
+                correlation_id: None,
+                request: request.to_owned(),
+            })),
+            _ => Ok(()),
+        }
+    }
+
+    fn record<T>(&self, result: &Result<T, Error>) {
+        let mut h = self.health();
+        match result {
+            Ok(_) => {
+                if h.failures > 0 {
+                    debug!(after_failures = h.failures, "Hetzner Cloud API answers again");
+                }
+                *h = Health::default();
+            }
+            Err(e) if e.is_transient() => {
+                h.failures = h.failures.saturating_add(1);
+                let cooldown = Duration::from_secs(1).saturating_mul(1 << (h.failures - 1).min(5)).min(MAX_COOLDOWN);
+                h.until = Some(Instant::now() + cooldown);
+                h.last_error = e.to_string();
+                self.stats.cooldowns.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {}
+        }
+    }
+
     async fn refresh_snapshot(&self, seen_generation: u64) -> Result<(), Error> {
         let _guard = self.refresh.lock().await;
         if self.lock().generation != seen_generation {
             // Someone refreshed while we waited: use theirs.
             return Ok(());
         }
+        self.gate("GET /servers")?;
         let started = Instant::now();
-        let servers = self.client.servers().list_all(&ServerListParams::default()).await?;
+        let result = self.client.servers().list_all(&ServerListParams::default()).await;
+        self.record(&result);
+        let servers = result?;
         self.stats.lists.fetch_add(1, Ordering::Relaxed);
         let mut s = self.lock();
         s.servers.clear();
@@ -242,11 +310,17 @@ impl Inventory {
     }
 
     async fn single(&self, lookup: &Lookup) -> Result<Option<Server>, Error> {
+        self.gate(match lookup {
+            Lookup::Id(_) => "GET /servers/{id}",
+            Lookup::Name(_) => "GET /servers?name=",
+        })?;
         self.stats.singles.fetch_add(1, Ordering::Relaxed);
-        match lookup {
+        let result = match lookup {
             Lookup::Id(id) => self.client.servers().find(*id).await,
             Lookup::Name(name) => self.client.servers().get_by_name(name).await,
-        }
+        };
+        self.record(&result);
+        result
     }
 
     async fn fetch_single_and_store(&self, lookup: &Lookup) -> Result<Option<Arc<Server>>, Error> {

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use crate::events::{EventRecorder, node_ref};
-use crate::informer::Informer;
+use crate::informer::{Informer, Synced};
 use crate::node_writes::{self, is_not_found, retry_on_conflict};
 use decide::{LifecycleDecision, decide, is_ready, shutdown_taint};
 
@@ -40,6 +40,7 @@ pub struct CloudNodeLifecycleController<C: Cloud> {
     api: Api<Node>,
     cloud: Arc<C>,
     store: Store<Node>,
+    synced: Synced,
     events: EventRecorder,
     period: Duration,
 }
@@ -51,6 +52,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             api: Api::all(client.clone()),
             cloud,
             store: informer.store(),
+            synced: informer.synced(),
             events: EventRecorder::new(client, "cloud-node-lifecycle-controller"),
             period,
         }
@@ -60,7 +62,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
     pub async fn run(self, shutdown: CancellationToken) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            r = self.store.wait_until_ready() => if r.is_err() { return },
+            synced = self.synced.wait() => if !synced { return },
         }
         info!(period = ?self.period, "cloud-node-lifecycle controller started");
         loop {

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::events::{EventRecorder, node_ref};
-use crate::informer::{Change, Informer};
+use crate::informer::{Change, Informer, Synced};
 use crate::node_writes::{self, is_not_found, retry_on_conflict};
 use crate::workqueue::{ExponentialBackoff, WorkQueue};
 use metadata::{MetadataError, get_instance_metadata, get_instance_node_addresses};
@@ -86,6 +86,11 @@ pub enum SyncError {
 }
 
 impl SyncError {
+    /// True if the provider's failure says nothing about the node (outage, rate limit).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, SyncError::Metadata { source, .. } if source.is_transient())
+    }
+
     /// Event reason for a Warning about this error.
     pub fn reason(&self) -> &str {
         match self {
@@ -171,10 +176,18 @@ pub struct CloudNodeController<C: Cloud> {
     inner: Arc<Inner<C>>,
 }
 
+/// How often one node that failed transiently is retried early to detect recovery.
+const RECOVERY_PROBE_INTERVAL: Duration = Duration::from_secs(30);
+
 struct Inner<C: Cloud> {
+    /// Nodes whose last sync failed transiently (e.g. a Hetzner outage). Their backoff keeps
+    /// client-go's semantics, but as soon as one of them (or any node) syncs successfully
+    /// again, all of them are retried at once, so an outage ends for every node together.
+    transient: std::sync::Mutex<std::collections::BTreeSet<String>>,
     api: Api<Node>,
     cloud: Arc<C>,
     store: Store<Node>,
+    synced: Synced,
     queue: WorkQueue<String>,
     events: EventRecorder,
     config: NodeControllerConfig,
@@ -199,9 +212,11 @@ impl<C: Cloud> CloudNodeController<C> {
         });
         CloudNodeController {
             inner: Arc::new(Inner {
+                transient: Default::default(),
                 api: Api::all(client.clone()),
                 cloud,
                 store: informer.store(),
+                synced: informer.synced(),
                 queue,
                 events: EventRecorder::new(client, "cloud-node-controller"),
                 config,
@@ -214,7 +229,7 @@ impl<C: Cloud> CloudNodeController<C> {
         let inner = self.inner;
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            r = inner.store.wait_until_ready() => if r.is_err() { return },
+            synced = inner.synced.wait() => if !synced { return },
         }
         info!(workers = inner.config.workers, "cloud-node controller started");
         let mut tasks = tokio::task::JoinSet::new();
@@ -225,6 +240,9 @@ impl<C: Cloud> CloudNodeController<C> {
         let status = inner.clone();
         let token = shutdown.clone();
         tasks.spawn(async move { status.status_loop(token).await });
+        let probe = inner.clone();
+        let token = shutdown.clone();
+        tasks.spawn(async move { probe.recovery_probe(token).await });
         shutdown.cancelled().await;
         tasks.shutdown().await;
     }
@@ -233,9 +251,18 @@ impl<C: Cloud> CloudNodeController<C> {
 impl<C: Cloud> Inner<C> {
     async fn worker(&self) {
         while let Some(name) = self.queue.get().await {
+            debug!(node = %name, "syncing node");
             match self.sync_node(&name).await {
-                Ok(()) => self.queue.forget(&name),
+                Ok(()) => {
+                    self.queue.forget(&name);
+                    self.retry_transient_failures(&name);
+                }
                 Err(e) => {
+                    if e.is_transient() {
+                        self.transient_set().insert(name.clone());
+                    } else {
+                        self.transient_set().remove(&name);
+                    }
                     let failures = self.queue.failures(&name);
                     // First failure, then every doubling: visible but not a flood.
                     if failures.is_power_of_two() || failures == 0 {
@@ -250,6 +277,41 @@ impl<C: Cloud> Inner<C> {
                 }
             }
             self.queue.done(&name);
+        }
+    }
+
+    fn transient_set(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        // Inserts and removes only; a poisoned set is still a valid set.
+        self.transient.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After a successful sync, retries every node that failed transiently, now.
+    fn retry_transient_failures(&self, succeeded: &str) {
+        let waiting: Vec<String> = {
+            let mut set = self.transient_set();
+            set.remove(succeeded);
+            std::mem::take(&mut *set).into_iter().collect()
+        };
+        if !waiting.is_empty() {
+            info!(nodes = waiting.len(), "cloud provider answers again; retrying nodes that failed during the outage");
+            for name in waiting {
+                self.queue.add(name);
+            }
+        }
+    }
+
+    /// Every [`RECOVERY_PROBE_INTERVAL`], retries one transiently failed node early.
+    async fn recovery_probe(&self, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(RECOVERY_PROBE_INTERVAL) => {}
+            }
+            let probe = self.transient_set().iter().next().cloned();
+            if let Some(name) = probe {
+                debug!(node = %name, "probing whether the cloud provider recovered");
+                self.queue.add(name);
+            }
         }
     }
 

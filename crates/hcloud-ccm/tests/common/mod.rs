@@ -1,0 +1,118 @@
+//! Shared set-up for end-to-end tests: the real control plane of this test binary, an
+//! in-process Hetzner fake, and the `hcloud-ccm` binary as a child process.
+//!
+//! Tests in one binary run one at a time (`Env::start` takes a global lock) because every
+//! CCM watches every Node of the shared control plane; each test starts from a cluster
+//! without Nodes.
+
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use std::time::Duration;
+
+use hcloud_fake::{FakeConfig, FakeServer};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, ListParams};
+use test_harness::{ChildProcess, ControlPlane, wait_until};
+use tokio::sync::{Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+/// A token the fake accepts (64 characters, like real tokens).
+pub const TOKEN: &str = "e2etoken00000000000000000000000000000000000000000000000000000000";
+
+/// Deadline for the CCM to react.
+pub const REACT: Duration = Duration::from_secs(60);
+
+/// One test's environment.
+pub struct Env {
+    pub cp: &'static ControlPlane,
+    pub client: kube::Client,
+    pub nodes: Api<Node>,
+    pub fake: FakeServer,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Env {
+    /// Takes the serial lock, removes all Nodes, starts a fake with `config`.
+    pub async fn start(config: FakeConfig) -> Env {
+        let serial = SERIAL.lock().await;
+        let cp = ControlPlane::shared().await.expect("control plane starts");
+        let client = cp.admin_client().await.expect("admin client");
+        let nodes: Api<Node> = Api::all(client.clone());
+        for n in nodes.list(&ListParams::default()).await.expect("list nodes").items {
+            let name = n.metadata.name.unwrap_or_default();
+            let _ = nodes.delete(&name, &DeleteParams::default()).await;
+        }
+        wait_until(Duration::from_secs(30), "all nodes from earlier tests are gone", async || {
+            nodes.list(&ListParams::default()).await.map(|l| l.items.is_empty()).unwrap_or(false)
+        })
+        .await
+        .expect("clean cluster");
+        let fake = FakeServer::start(config).await.expect("fake starts");
+        Env { cp, client, nodes, fake, _serial: serial }
+    }
+
+    /// Starts `hcloud-ccm` against the fake and the control plane (as the CCM's
+    /// RBAC-restricted identity) and waits until it has started its controllers.
+    pub async fn ccm(&self, env: &[(&str, &str)], args: &[&str]) -> ChildProcess {
+        let ccm = self.spawn_ccm(env, args);
+        ccm.wait_for_log("hcloud-ccm started", Duration::from_secs(30)).await.unwrap_or_else(|e| {
+            panic!("hcloud-ccm did not start: {e}\n--- logs ---\n{}", ccm.logs());
+        });
+        ccm
+    }
+
+    /// Spawns `hcloud-ccm` without waiting.
+    pub fn spawn_ccm(&self, env: &[(&str, &str)], args: &[&str]) -> ChildProcess {
+        let kubeconfig = format!("--kubeconfig={}", self.cp.ccm_kubeconfig().display());
+        let mut all_args = vec![
+            "--cloud-provider=hcloud",
+            "--allow-untagged-cloud",
+            "--leader-elect=false",
+            kubeconfig.as_str(),
+            "--node-monitor-period=1s",
+            "--v=2",
+        ];
+        all_args.extend_from_slice(args);
+        let endpoint = self.fake.base_url();
+        let mut all_env = vec![("HCLOUD_TOKEN", TOKEN), ("HCLOUD_ENDPOINT", endpoint.as_str()), ("RUST_LOG", "")];
+        all_env.extend_from_slice(env);
+        ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &all_args, &all_env, "hcloud-ccm")
+            .expect("hcloud-ccm spawns")
+    }
+}
+
+/// The value of a label.
+pub fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+/// True if the node has the uninitialized taint.
+pub fn tainted(node: &Node) -> bool {
+    has_taint(node, "node.cloudprovider.kubernetes.io/uninitialized")
+}
+
+/// True if the node has a taint with this key.
+pub fn has_taint(node: &Node, key: &str) -> bool {
+    node.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| t.iter().any(|t| t.key == key))
+}
+
+/// `(type, address)` pairs of `status.addresses`.
+pub fn addresses(node: &Node) -> Vec<(String, String)> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.addresses.as_ref())
+        .map(|a| a.iter().map(|a| (a.type_.clone(), a.address.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// `(type, address)` pairs from string slices.
+pub fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(t, a)| (t.to_string(), a.to_string())).collect()
+}
+
+/// The server's public IPv4 as the fake assigned it.
+pub fn server_ipv4(fake: &FakeServer, id: u64) -> String {
+    let s = fake.handle().server(id).expect("server exists");
+    s.public_net.ipv4.expect("has ipv4").ip
+}
