@@ -1,0 +1,209 @@
+//! `hcloud-fake`: serve the in-memory Hetzner Cloud API fake until SIGINT/SIGTERM.
+//!
+//! See `hcloud-fake --help` for flags, the control surface and the seed file format
+//! (documented in [`hcloud_fake::control::Seed`]; example in `examples/seed.json`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use hcloud_fake::control::Seed;
+use hcloud_fake::{FakeConfig, FakeHandle, FakeServer, RateLimitConfig, TokenPolicy};
+
+const AFTER_HELP: &str = r#"API:
+  http://ADDR/v1/...  Hetzner Cloud API subset (servers, networks, load_balancers,
+  certificates, actions, locations, server_types, load_balancer_types). Requires
+  "Authorization: Bearer <token>"; rate limited; one log line per request.
+
+CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
+  GET    /_fake/state                snapshot of all resources and actions
+  POST   /_fake/seed                 body: seed file format (below) -> created ids
+  POST   /_fake/seed/networks        body: one network -> {"id"}
+  POST   /_fake/seed/servers         body: one server -> {"id"}
+  POST   /_fake/seed/servers/batch   body: {"prefix", "count", ...} -> {"ids"}
+  POST   /_fake/seed/load_balancers  body: one load balancer -> {"id"}
+  POST   /_fake/seed/certificates    body: one certificate -> {"id"}
+  PATCH  /_fake/servers/{id}         body: {"name"?, "status"?, "labels"?}
+  DELETE /_fake/servers/{id}         remove a server instantly
+  GET    /_fake/faults               installed faults
+  POST   /_fake/faults               body: {"method"?, "path", "times"?, "error"?, "latency_ms"?}
+                                     error: {"status", "code", "message"?}; path like
+                                     /v1/servers/{id} ({id}: numeric segment, *: any
+                                     segment, trailing **: any rest); times 0 = forever
+  DELETE /_fake/faults               remove all faults
+  POST   /_fake/locks                body: {"type", "id"}; type: server, network,
+                                     load_balancer or certificate
+  DELETE /_fake/locks/{type}/{id}    unlock
+  POST   /_fake/action_failures      body: {"count"?, "command"?, "code"?, "message"?}
+  POST   /_fake/actions/finish       finish all running actions now
+  GET    /_fake/config               current settings
+  PUT    /_fake/config/action_delay  body: {"ms": 500}
+  PUT    /_fake/config/rate_limit    body: {"capacity": 3600, "refill_per_second": 1.0}
+  POST   /_fake/rate_limit/refill    fill the bucket
+  PUT    /_fake/config/token_policy  body: {"mode": "accept_all"} or
+                                     {"mode": "allow" | "deny", "tokens": [...]}
+  GET    /_fake/requests             {"counts": {"total", "by_endpoint"}, "log": [...]}
+                                     keys like "GET /v1/servers/{id}"
+  GET    /_fake/requests/counts      counters only
+  GET    /_fake/requests/log         log only
+  DELETE /_fake/requests             reset counters and log
+  POST   /_fake/reset                back to the start configuration (the seed is gone)
+
+SEED FILE (--seed FILE, JSON; see examples/seed.json):
+  {
+    "networks": [{
+      "name": "k8s", "ip_range": "10.0.0.0/8", "labels": {},
+      "subnets": [{"ip_range": "10.0.0.0/24", "network_zone": "eu-central"}]
+    }],
+    "servers": [{
+      "name": "cp-1", "server_type": "cpx11", "location": "fsn1",
+      "image": "ubuntu-24.04", "status": "running", "labels": {"role": "cp"},
+      "enable_ipv4": true, "enable_ipv6": true,
+      "public_ipv4": "198.18.100.1", "public_ipv6": "2001:db8:100::/64",
+      "networks": [{"network": "k8s", "ip": "10.0.0.2", "alias_ips": []}]
+    }],
+    "server_batches": [{
+      "prefix": "worker-", "count": 3, "server_type": "cx23",
+      "networks": ["k8s"]
+    }],
+    "certificates": [{"name": "web", "type": "uploaded", "domain_names": ["a.example"]}],
+    "load_balancers": [{
+      "name": "lb-1", "load_balancer_type": "lb11", "location": "fsn1",
+      "network": "k8s",
+      "services": [{"protocol": "tcp", "listen_port": 80, "destination_port": 30080}],
+      "targets": [{"type": "server", "server": {"id": 10000001},
+                   "use_private_ip": true}]
+    }]
+  }
+  Every list and every field except names, the network ip_range and the batch
+  prefix/count is optional (defaults: cx23, fsn1, ubuntu-24.04, running, lb11,
+  cloud subnets in eu-central). Networks are referenced by id or name. Ids:
+  servers from 10000001, networks 20001, load balancers 30001, certificates 40001,
+  actions 1000001.
+"#;
+
+/// In-memory fake of the Hetzner Cloud API for tests and local sandboxes.
+#[derive(Debug, Parser)]
+#[command(name = "hcloud-fake", version, about, after_help = AFTER_HELP)]
+struct Args {
+    /// Address to listen on; nothing else is ever bound. Port 0 picks a free port, which
+    /// is printed on start.
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    listen: SocketAddr,
+
+    /// JSON seed file applied before serving (format below).
+    #[arg(long, value_name = "FILE")]
+    seed: Option<PathBuf>,
+
+    /// How long actions run before they finish, e.g. 500ms, 2s, 0s (0 = immediately).
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    action_delay: Duration,
+
+    /// Rate limit bucket size (requests).
+    #[arg(long, default_value_t = 3600, value_name = "N")]
+    rate_limit_capacity: u32,
+
+    /// Rate limit refill in tokens per second (0 = never refills).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    rate_limit_refill_per_second: f64,
+
+    /// Accept only this bearer token (repeatable: an allow-list). Default: any non-empty
+    /// token is accepted.
+    #[arg(long = "token", value_name = "TOKEN")]
+    tokens: Vec<String>,
+
+    /// Reject this bearer token with 401 (repeatable: a deny-list).
+    #[arg(long = "deny-token", value_name = "TOKEN")]
+    deny_tokens: Vec<String>,
+
+    /// Do not log one line per request.
+    #[arg(long)]
+    quiet: bool,
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for SIGINT: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+
+    if !args.tokens.is_empty() && !args.deny_tokens.is_empty() {
+        bail!("--token (allow-list) and --deny-token (deny-list) cannot be combined");
+    }
+    let token_policy = if !args.tokens.is_empty() {
+        TokenPolicy::allow(args.tokens.clone())
+    } else if !args.deny_tokens.is_empty() {
+        TokenPolicy::deny(args.deny_tokens.clone())
+    } else {
+        TokenPolicy::AcceptAll
+    };
+    let config = FakeConfig {
+        action_delay: args.action_delay,
+        rate_limit: RateLimitConfig {
+            capacity: args.rate_limit_capacity,
+            refill_per_second: args.rate_limit_refill_per_second,
+        },
+        token_policy,
+        log_requests: !args.quiet,
+    };
+    let handle = FakeHandle::new(config);
+    if let Some(path) = &args.seed {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading seed file {}", path.display()))?;
+        let seed: Seed =
+            serde_json::from_str(&text).with_context(|| format!("parsing seed file {}", path.display()))?;
+        let created = handle.seed(&seed).with_context(|| format!("applying seed file {}", path.display()))?;
+        tracing::info!(
+            networks = created.networks.len(),
+            servers = created.servers.len(),
+            certificates = created.certificates.len(),
+            load_balancers = created.load_balancers.len(),
+            "seeded from {}",
+            path.display()
+        );
+    }
+    let server = FakeServer::serve(args.listen, handle).await.with_context(|| format!("binding {}", args.listen))?;
+    println!(
+        "hcloud-fake listening on {} (API: {}, control: {})",
+        server.addr(),
+        server.base_url(),
+        server.control_url()
+    );
+    server.run_until(shutdown_signal()).await;
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! Start-up configuration of a fake and its token policy.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rate_limit::RateLimitConfig;
+
+/// Which bearer tokens are accepted on `/v1`.
+///
+/// JSON form (control surface): `{"mode":"accept_all"}`,
+/// `{"mode":"deny","tokens":["bad"]}` or `{"mode":"allow","tokens":["good"]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum TokenPolicy {
+    /// Any non-empty token (default).
+    #[default]
+    AcceptAll,
+    /// Any non-empty token except these.
+    Deny {
+        /// Rejected tokens.
+        tokens: BTreeSet<String>,
+    },
+    /// Only these tokens.
+    Allow {
+        /// Accepted tokens.
+        tokens: BTreeSet<String>,
+    },
+}
+
+impl TokenPolicy {
+    /// An allow-list policy.
+    pub fn allow<I, S>(tokens: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::Allow { tokens: tokens.into_iter().map(Into::into).collect() }
+    }
+
+    /// A deny-list policy.
+    pub fn deny<I, S>(tokens: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::Deny { tokens: tokens.into_iter().map(Into::into).collect() }
+    }
+
+    /// Whether `token` (already taken out of `Bearer <token>`) is accepted.
+    pub fn accepts(&self, token: &str) -> bool {
+        if token.is_empty() {
+            return false;
+        }
+        match self {
+            Self::AcceptAll => true,
+            Self::Deny { tokens } => !tokens.contains(token),
+            Self::Allow { tokens } => tokens.contains(token),
+        }
+    }
+}
+
+/// Configuration of a fake; [`crate::FakeHandle::reset`] returns to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeConfig {
+    /// Time from an action's start to its end (default 500 ms; zero finishes at once).
+    pub action_delay: Duration,
+    /// Rate limit (default capacity 3600, refill 1/s).
+    pub rate_limit: RateLimitConfig,
+    /// Token policy (default accept all).
+    pub token_policy: TokenPolicy,
+    /// Log one `tracing` line per request (default true).
+    pub log_requests: bool,
+}
+
+impl Default for FakeConfig {
+    fn default() -> Self {
+        Self {
+            action_delay: Duration::from_millis(500),
+            rate_limit: RateLimitConfig::default(),
+            token_policy: TokenPolicy::AcceptAll,
+            log_requests: true,
+        }
+    }
+}
+
+impl FakeConfig {
+    /// Sets the action delay.
+    #[must_use]
+    pub fn with_action_delay(mut self, delay: Duration) -> Self {
+        self.action_delay = delay;
+        self
+    }
+
+    /// Sets the rate limit.
+    #[must_use]
+    pub fn with_rate_limit(mut self, capacity: u32, refill_per_second: f64) -> Self {
+        self.rate_limit = RateLimitConfig { capacity, refill_per_second };
+        self
+    }
+
+    /// Sets the token policy.
+    #[must_use]
+    pub fn with_token_policy(mut self, policy: TokenPolicy) -> Self {
+        self.token_policy = policy;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies() {
+        assert!(TokenPolicy::AcceptAll.accepts("x"));
+        assert!(!TokenPolicy::AcceptAll.accepts(""));
+        assert!(!TokenPolicy::deny(["bad"]).accepts("bad"));
+        assert!(TokenPolicy::deny(["bad"]).accepts("good"));
+        assert!(TokenPolicy::allow(["good"]).accepts("good"));
+        assert!(!TokenPolicy::allow(["good"]).accepts("other"));
+        let json = serde_json::json!({"mode": "allow", "tokens": ["a"]});
+        let parsed: Result<TokenPolicy, _> = serde_json::from_value(json);
+        assert_eq!(parsed.ok(), Some(TokenPolicy::allow(["a"])));
+    }
+}

@@ -1,0 +1,185 @@
+//! Types of the control surface.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::TokenPolicy;
+use crate::rate_limit::RateLimitConfig;
+use crate::wire::{Action, Certificate, Labels, LoadBalancer, Network, Server, ServerStatus};
+
+/// Kinds of resources that can be locked and that actions refer to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceKind {
+    /// A server.
+    Server,
+    /// A network.
+    Network,
+    /// A load balancer.
+    LoadBalancer,
+    /// A certificate.
+    Certificate,
+}
+
+impl ResourceKind {
+    /// The wire name (`server`, `network`, `load_balancer`, `certificate`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Network => "network",
+            Self::LoadBalancer => "load_balancer",
+            Self::Certificate => "certificate",
+        }
+    }
+}
+
+/// A resource by kind and id: `{"type":"server","id":10000001}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ResourceRef {
+    /// Kind.
+    #[serde(rename = "type")]
+    pub kind: ResourceKind,
+    /// Id.
+    pub id: u64,
+}
+
+impl ResourceRef {
+    /// A server.
+    pub fn server(id: u64) -> Self {
+        Self { kind: ResourceKind::Server, id }
+    }
+    /// A network.
+    pub fn network(id: u64) -> Self {
+        Self { kind: ResourceKind::Network, id }
+    }
+    /// A load balancer.
+    pub fn load_balancer(id: u64) -> Self {
+        Self { kind: ResourceKind::LoadBalancer, id }
+    }
+    /// A certificate.
+    pub fn certificate(id: u64) -> Self {
+        Self { kind: ResourceKind::Certificate, id }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_failure_code() -> String {
+    "action_failed".to_owned()
+}
+
+/// Makes the next `count` actions (optionally only those with `command`) end in `error`.
+///
+/// JSON: `{"count":1,"command":"add_target","code":"action_failed","message":"..."}`;
+/// all fields but none are required (`count` 1, any command, code `action_failed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionFailure {
+    /// How many actions fail (default 1).
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Only actions with this command (e.g. `add_target`); `None` = any.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Error code of the failed action (default `action_failed`).
+    #[serde(default = "default_failure_code")]
+    pub code: String,
+    /// Error message.
+    #[serde(default)]
+    pub message: String,
+}
+
+impl ActionFailure {
+    /// The next `count` actions with `command` (or any) fail with `code`.
+    pub fn new(count: u32, command: Option<&str>, code: &str) -> Self {
+        Self {
+            count,
+            command: command.map(str::to_owned),
+            code: code.to_owned(),
+            message: format!("injected action failure: {code}"),
+        }
+    }
+}
+
+/// Instant changes to a server (`PATCH /_fake/servers/{id}`). Absent fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerPatch {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New status.
+    #[serde(default)]
+    pub status: Option<ServerStatus>,
+    /// New labels (replace all).
+    #[serde(default)]
+    pub labels: Option<Labels>,
+}
+
+/// Everything the fake holds, as the API would serve it. Sorted by id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateSnapshot {
+    /// Servers.
+    pub servers: Vec<Server>,
+    /// Networks (with routes).
+    pub networks: Vec<Network>,
+    /// Load balancers (with services, targets, private networks).
+    pub load_balancers: Vec<LoadBalancer>,
+    /// Certificates.
+    pub certificates: Vec<Certificate>,
+    /// All actions ever started.
+    pub actions: Vec<Action>,
+}
+
+/// Request counters of `/v1`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    /// All counted requests.
+    pub total: u64,
+    /// Per endpoint: `"<METHOD> <path template>"`, e.g. `"GET /v1/servers/{id}"`.
+    pub by_endpoint: BTreeMap<String, u64>,
+}
+
+impl RequestCounts {
+    /// The count of one endpoint key (0 if never called).
+    pub fn get(&self, endpoint: &str) -> u64 {
+        self.by_endpoint.get(endpoint).copied().unwrap_or(0)
+    }
+}
+
+/// One logged `/v1` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Method, e.g. `GET`.
+    pub method: String,
+    /// Path as requested, e.g. `/v1/servers/10000001`.
+    pub path: String,
+    /// Counter key, e.g. `GET /v1/servers/{id}`.
+    pub endpoint: String,
+    /// Raw query string, if any.
+    pub query: Option<String>,
+    /// Response status.
+    pub status: u16,
+    /// Error code if the response was an error envelope produced by the fake.
+    pub error_code: Option<String>,
+    /// Arrival time (RFC 3339 with milliseconds, UTC).
+    pub timestamp: String,
+    /// Arrival time in unix milliseconds.
+    pub unix_ms: i64,
+    /// Time to answer, in milliseconds.
+    pub latency_ms: f64,
+    /// The `X-Correlation-Id` of the response.
+    pub correlation_id: String,
+}
+
+/// Current runtime settings (`GET /_fake/config`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Action delay in milliseconds.
+    pub action_delay_ms: u64,
+    /// Rate limit.
+    pub rate_limit: RateLimitConfig,
+    /// Token policy.
+    pub token_policy: TokenPolicy,
+}

@@ -1,0 +1,323 @@
+//! [`FakeHandle`]: the library form of the control surface, shared with the HTTP layer.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::config::{FakeConfig, TokenPolicy};
+use crate::control::{
+    ActionFailure, RequestCounts, RequestRecord, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork,
+    SeedResult, SeedServer, SeedServerBatch, ServerPatch, Settings, StateSnapshot,
+};
+use crate::error::FakeError;
+use crate::faults::{ActiveFault, FaultRule, Faults};
+use crate::metrics::Metrics;
+use crate::rate_limit::{RateLimitConfig, RateLimitStatus, TokenBucket};
+use crate::state::State;
+use crate::time::now_unix;
+use crate::wire::{Action, Certificate, LoadBalancer, Network, Server, ServerStatus};
+
+/// Locks a mutex; a poisoned lock is recovered (the state stays usable after a panic in a
+/// test thread, and every mutation keeps the state consistent before it can panic).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: FakeConfig,
+    pub state: Mutex<State>,
+    pub bucket: Mutex<TokenBucket>,
+    pub faults: Mutex<Faults>,
+    pub policy: Mutex<TokenPolicy>,
+    pub metrics: Mutex<Metrics>,
+}
+
+/// A cloneable handle to one fake's state and controls (`Clone + Send + Sync`).
+///
+/// Every method first settles due actions, exactly like an HTTP request does.
+#[derive(Debug, Clone)]
+pub struct FakeHandle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl FakeHandle {
+    /// A fake without a listener (use [`FakeHandle::router`] to serve it yourself).
+    pub fn new(config: FakeConfig) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::new(config.action_delay)),
+                bucket: Mutex::new(TokenBucket::new(config.rate_limit)),
+                faults: Mutex::new(Faults::default()),
+                policy: Mutex::new(config.token_policy.clone()),
+                metrics: Mutex::new(Metrics::default()),
+                config,
+            }),
+        }
+    }
+
+    /// The axum router serving `/v1` and `/_fake` for this fake.
+    pub fn router(&self) -> axum::Router {
+        crate::http::router(self.clone())
+    }
+
+    /// Runs `f` on the state after settling due actions.
+    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut state = lock(&self.shared.state);
+        state.settle(Instant::now());
+        f(&mut state)
+    }
+
+    pub(crate) fn log_requests(&self) -> bool {
+        self.shared.config.log_requests
+    }
+
+    pub(crate) fn token_accepted(&self, token: &str) -> bool {
+        lock(&self.shared.policy).accepts(token)
+    }
+
+    pub(crate) fn acquire_rate(&self) -> RateLimitStatus {
+        lock(&self.shared.bucket).acquire(Instant::now(), now_unix())
+    }
+
+    pub(crate) fn peek_rate(&self) -> RateLimitStatus {
+        lock(&self.shared.bucket).peek(Instant::now(), now_unix())
+    }
+
+    pub(crate) fn take_fault(&self, method: &str, path: &str) -> Option<FaultRule> {
+        lock(&self.shared.faults).take(method, path)
+    }
+
+    pub(crate) fn record_request(&self, record: RequestRecord) {
+        lock(&self.shared.metrics).record(record);
+    }
+
+    // ----- seeding -----
+
+    /// Applies a whole seed (networks, servers, batches, certificates, load balancers).
+    /// Stops at the first error; what was created before stays.
+    pub fn seed(&self, seed: &Seed) -> Result<SeedResult, FakeError> {
+        self.with_state(|s| {
+            let mut out = SeedResult::default();
+            for n in &seed.networks {
+                out.networks.push(s.seed_network(n)?);
+            }
+            for srv in &seed.servers {
+                out.servers.push(s.seed_server(srv)?);
+            }
+            for b in &seed.server_batches {
+                out.servers.extend(s.seed_server_batch(b)?);
+            }
+            for c in &seed.certificates {
+                out.certificates.push(s.seed_certificate(c)?);
+            }
+            for lb in &seed.load_balancers {
+                out.load_balancers.push(s.seed_load_balancer(lb)?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Creates a network instantly; returns its id.
+    pub fn seed_network(&self, network: &SeedNetwork) -> Result<u64, FakeError> {
+        Ok(self.with_state(|s| s.seed_network(network))?)
+    }
+
+    /// Creates a server instantly (public IPs and private IPs assigned); returns its id.
+    pub fn seed_server(&self, server: &SeedServer) -> Result<u64, FakeError> {
+        Ok(self.with_state(|s| s.seed_server(server))?)
+    }
+
+    /// Creates `batch.count` servers instantly; returns their ids in order.
+    pub fn seed_servers(&self, batch: &SeedServerBatch) -> Result<Vec<u64>, FakeError> {
+        Ok(self.with_state(|s| s.seed_server_batch(batch))?)
+    }
+
+    /// Creates a load balancer instantly (no action, not locked); returns its id.
+    pub fn seed_load_balancer(&self, lb: &SeedLoadBalancer) -> Result<u64, FakeError> {
+        Ok(self.with_state(|s| s.seed_load_balancer(lb))?)
+    }
+
+    /// Creates a certificate instantly (managed ones already issued); returns its id.
+    pub fn seed_certificate(&self, cert: &SeedCertificate) -> Result<u64, FakeError> {
+        Ok(self.with_state(|s| s.seed_certificate(cert))?)
+    }
+
+    // ----- instant mutations -----
+
+    /// Removes a server at once (no action; ignores locks and protection).
+    pub fn delete_server(&self, id: u64) -> Result<(), FakeError> {
+        Ok(self.with_state(|s| s.delete_server_now(id))?)
+    }
+
+    /// Sets a server's status at once.
+    pub fn set_server_status(&self, id: u64, status: ServerStatus) -> Result<(), FakeError> {
+        self.update_server(id, &ServerPatch { status: Some(status), ..ServerPatch::default() })
+    }
+
+    /// Renames a server at once.
+    pub fn rename_server(&self, id: u64, name: &str) -> Result<(), FakeError> {
+        self.update_server(id, &ServerPatch { name: Some(name.to_owned()), ..ServerPatch::default() })
+    }
+
+    /// Changes name, status and/or labels of a server at once.
+    pub fn update_server(&self, id: u64, patch: &ServerPatch) -> Result<(), FakeError> {
+        Ok(self.with_state(|s| s.patch_server(id, patch))?)
+    }
+
+    // ----- faults, locks, action failures -----
+
+    /// Installs a fault; returns its id.
+    pub fn inject_fault(&self, rule: FaultRule) -> u64 {
+        lock(&self.shared.faults).add(rule)
+    }
+
+    /// The installed faults with their remaining counts.
+    pub fn faults(&self) -> Vec<ActiveFault> {
+        lock(&self.shared.faults).list()
+    }
+
+    /// Removes all faults.
+    pub fn clear_faults(&self) {
+        lock(&self.shared.faults).clear();
+    }
+
+    /// Locks a resource: its mutations answer `423 locked` until unlocked.
+    pub fn lock_resource(&self, resource: ResourceRef) {
+        self.with_state(|s| s.lock(resource));
+    }
+
+    /// Removes a lock set by [`FakeHandle::lock_resource`].
+    pub fn unlock_resource(&self, resource: ResourceRef) {
+        self.with_state(|s| s.unlock(resource));
+    }
+
+    /// Makes upcoming actions fail (see [`ActionFailure`]).
+    pub fn fail_next_actions(&self, failure: ActionFailure) {
+        self.with_state(|s| s.add_action_failure(failure));
+    }
+
+    /// Finishes every running action now (applying effects or failures).
+    pub fn finish_all_actions(&self) {
+        self.with_state(State::finish_all);
+    }
+
+    // ----- configuration -----
+
+    /// Sets the delay of newly started actions (zero: they finish immediately).
+    pub fn set_action_delay(&self, delay: Duration) {
+        self.with_state(|s| s.action_delay = delay);
+    }
+
+    /// Sets the rate limit; the bucket starts full.
+    pub fn set_rate_limit(&self, capacity: u32, refill_per_second: f64) {
+        lock(&self.shared.bucket).reconfigure(RateLimitConfig { capacity, refill_per_second });
+    }
+
+    /// Fills the rate-limit bucket.
+    pub fn refill_rate_limit(&self) {
+        lock(&self.shared.bucket).refill_full();
+    }
+
+    /// Sets the token policy.
+    pub fn set_token_policy(&self, policy: TokenPolicy) {
+        *lock(&self.shared.policy) = policy;
+    }
+
+    /// The current settings.
+    pub fn settings(&self) -> Settings {
+        let delay = self.with_state(|s| s.action_delay);
+        Settings {
+            action_delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            rate_limit: lock(&self.shared.bucket).config(),
+            token_policy: lock(&self.shared.policy).clone(),
+        }
+    }
+
+    // ----- observation -----
+
+    /// Request counters of `/v1` (keys like `GET /v1/servers/{id}`).
+    pub fn request_counts(&self) -> RequestCounts {
+        lock(&self.shared.metrics).counts()
+    }
+
+    /// The count of one endpoint key, e.g. `"POST /v1/load_balancers/{id}/actions/add_target"`.
+    pub fn request_count(&self, endpoint: &str) -> u64 {
+        self.request_counts().get(endpoint)
+    }
+
+    /// The request log, oldest first (at most [`crate::metrics::LOG_CAPACITY`] entries).
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        lock(&self.shared.metrics).log()
+    }
+
+    /// Clears counters and log only.
+    pub fn reset_requests(&self) {
+        lock(&self.shared.metrics).reset();
+    }
+
+    /// Back to the start: empty state, no faults, locks or failures, cleared counters, and
+    /// the configuration the fake was created with.
+    pub fn reset(&self) {
+        let config = &self.shared.config;
+        *lock(&self.shared.state) = State::new(config.action_delay);
+        *lock(&self.shared.bucket) = TokenBucket::new(config.rate_limit);
+        *lock(&self.shared.policy) = config.token_policy.clone();
+        lock(&self.shared.faults).clear();
+        lock(&self.shared.metrics).reset();
+    }
+
+    /// Everything, as the API would serve it.
+    pub fn snapshot(&self) -> StateSnapshot {
+        self.with_state(|s| s.snapshot())
+    }
+
+    /// One server as served.
+    pub fn server(&self, id: u64) -> Option<Server> {
+        self.with_state(|s| s.server(id))
+    }
+
+    /// One network as served.
+    pub fn network(&self, id: u64) -> Option<Network> {
+        self.with_state(|s| s.network(id))
+    }
+
+    /// One load balancer as served.
+    pub fn load_balancer(&self, id: u64) -> Option<LoadBalancer> {
+        self.with_state(|s| s.load_balancer(id))
+    }
+
+    /// One certificate as served.
+    pub fn certificate(&self, id: u64) -> Option<Certificate> {
+        self.with_state(|s| s.certificate(id))
+    }
+
+    /// One action as served.
+    pub fn action(&self, id: u64) -> Option<Action> {
+        self.with_state(|s| s.action(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+
+    #[test]
+    fn handle_is_shareable() {
+        shareable::<FakeHandle>();
+    }
+
+    #[test]
+    fn library_calls_settle_actions() {
+        let h = FakeHandle::new(FakeConfig::default().with_action_delay(Duration::ZERO));
+        let id = h.seed_server(&SeedServer::new("a")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(h.server(id).is_some());
+        h.set_action_delay(Duration::from_secs(3600));
+        let action = h.with_state(|s| s.server_power(id, "stop_server", ServerStatus::Off));
+        let action = action.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(h.action(action).map(|a| a.status), Some(crate::wire::ActionStatus::Running));
+        h.finish_all_actions();
+        assert_eq!(h.server(id).map(|s| s.status), Some(ServerStatus::Off));
+    }
+}

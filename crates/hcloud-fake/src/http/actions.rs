@@ -1,0 +1,92 @@
+//! `/v1/actions` and the per-resource action lookups.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use http::StatusCode;
+
+use super::extract::{list_body, parse_id, single_body};
+use crate::control::ResourceKind;
+use crate::error::ApiError;
+use crate::handle::FakeHandle;
+use crate::pagination::PageRequest;
+use crate::query::QueryParams;
+use crate::state::render_action;
+use crate::wire::Action;
+
+/// `GET /actions?id=1&id=2`: the listed actions (all when no id is given), paged, by id.
+pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q.as_deref());
+    let page = PageRequest::from_query(&q)?;
+    let ids = q.ids("id")?;
+    let actions: Vec<Action> = h.with_state(|s| {
+        if ids.is_empty() {
+            s.actions.values().map(render_action).collect()
+        } else {
+            let mut ids = ids.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.iter().filter_map(|id| s.action(*id)).collect()
+        }
+    });
+    let (slice, meta) = page.apply(&actions);
+    Ok(list_body("actions", slice, &meta))
+}
+
+/// `GET /actions/{id}`.
+pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let action = h.with_state(|s| s.action(id)).ok_or_else(|| ApiError::not_found("action", id))?;
+    Ok(single_body(StatusCode::OK, "action", &action))
+}
+
+/// `GET /{resource}/{id}/actions/{action_id}`: the action must involve that resource.
+pub(crate) fn resource_action(
+    h: &FakeHandle,
+    kind: ResourceKind,
+    id: &str,
+    action_id: &str,
+) -> Result<Response, ApiError> {
+    let id = parse_id(id)?;
+    let action_id = parse_id(action_id)?;
+    let action = h
+        .with_state(|s| s.action(action_id))
+        .filter(|a| a.resources.iter().any(|r| r.kind == kind.as_str() && r.id == id))
+        .ok_or_else(|| ApiError::not_found("action", action_id))?;
+    Ok(single_body(StatusCode::OK, "action", &action))
+}
+
+/// `GET /{resource}/actions/{id}`: the action must involve a resource of that kind.
+pub(crate) fn kind_action(h: &FakeHandle, kind: ResourceKind, action_id: &str) -> Result<Response, ApiError> {
+    let action_id = parse_id(action_id)?;
+    let action = h
+        .with_state(|s| s.action(action_id))
+        .filter(|a| a.resources.iter().any(|r| r.kind == kind.as_str()))
+        .ok_or_else(|| ApiError::not_found("action", action_id))?;
+    Ok(single_body(StatusCode::OK, "action", &action))
+}
+
+/// `GET /{resource}/{id}/actions`: the resource's actions, paged, by id.
+pub(crate) fn resource_actions(
+    h: &FakeHandle,
+    kind: ResourceKind,
+    id: &str,
+    q: Option<&str>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(id)?;
+    let q = QueryParams::parse(q);
+    let page = PageRequest::from_query(&q)?;
+    let actions = h.with_state(|s| -> Result<Vec<Action>, ApiError> {
+        let exists = match kind {
+            ResourceKind::Server => s.servers.contains_key(&id),
+            ResourceKind::Network => s.networks.contains_key(&id),
+            ResourceKind::LoadBalancer => s.load_balancers.contains_key(&id),
+            ResourceKind::Certificate => s.certificates.contains_key(&id),
+        };
+        if !exists {
+            return Err(ApiError::not_found(kind.as_str(), id));
+        }
+        Ok(s.actions_of(kind, Some(id)))
+    })?;
+    let (slice, meta) = page.apply(&actions);
+    Ok(list_body("actions", slice, &meta))
+}

@@ -1,0 +1,69 @@
+//! Catalogue handlers: `/v1/locations`, `/v1/server_types`, `/v1/load_balancer_types`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde::Serialize;
+
+use super::extract::{list_body, parse_id, single_body};
+use crate::catalog::catalog;
+use crate::error::ApiError;
+use crate::handle::FakeHandle;
+use crate::pagination::PageRequest;
+use crate::query::QueryParams;
+
+fn list_of<T: Serialize>(
+    key: &str,
+    items: &[T],
+    name_of: impl Fn(&T) -> &str,
+    raw: Option<&str>,
+) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(raw);
+    let page = PageRequest::from_query(&q)?;
+    let name = q.get("name");
+    let matching: Vec<&T> = items.iter().filter(|i| name.is_none_or(|n| name_of(i) == n)).collect();
+    let (slice, meta) = page.apply(&matching);
+    Ok(list_body(key, slice, &meta))
+}
+
+/// `GET /locations`.
+pub(crate) async fn list_locations(State(_): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    list_of("locations", &catalog().locations, |l| &l.name, q.as_deref())
+}
+
+/// `GET /locations/{id}`.
+pub(crate) async fn get_location(Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let l = catalog().location_by_id(id).ok_or_else(|| ApiError::not_found("location", id))?;
+    Ok(single_body(StatusCode::OK, "location", &l))
+}
+
+/// `GET /server_types`.
+pub(crate) async fn list_server_types(
+    State(_): State<FakeHandle>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    list_of("server_types", &catalog().server_types, |t| &t.name, q.as_deref())
+}
+
+/// `GET /server_types/{id}`.
+pub(crate) async fn get_server_type(Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let t = catalog().server_type_by_id(id).ok_or_else(|| ApiError::not_found("server_type", id))?;
+    Ok(single_body(StatusCode::OK, "server_type", &t))
+}
+
+/// `GET /load_balancer_types`.
+pub(crate) async fn list_load_balancer_types(
+    State(_): State<FakeHandle>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    list_of("load_balancer_types", &catalog().load_balancer_types, |t| &t.name, q.as_deref())
+}
+
+/// `GET /load_balancer_types/{id}`.
+pub(crate) async fn get_load_balancer_type(Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let t = catalog().load_balancer_type_by_id(id).ok_or_else(|| ApiError::not_found("load_balancer_type", id))?;
+    Ok(single_body(StatusCode::OK, "load_balancer_type", &t))
+}

@@ -1,0 +1,224 @@
+//! HTTP form of the control surface, under `/_fake` (JSON in and out; not authenticated,
+//! rate limited or counted). Errors use the API's error envelope.
+//!
+//! | method | path | body | answer |
+//! |---|---|---|---|
+//! | GET | `/_fake/state` | – | [`StateSnapshot`](crate::control::StateSnapshot) |
+//! | POST | `/_fake/seed` | [`Seed`] | [`SeedResult`](crate::control::SeedResult) |
+//! | POST | `/_fake/seed/networks` | [`SeedNetwork`] | `{"id": u64}` |
+//! | POST | `/_fake/seed/servers` | [`SeedServer`] | `{"id": u64}` |
+//! | POST | `/_fake/seed/servers/batch` | [`SeedServerBatch`] | `{"ids": [u64]}` |
+//! | POST | `/_fake/seed/load_balancers` | [`SeedLoadBalancer`] | `{"id": u64}` |
+//! | POST | `/_fake/seed/certificates` | [`SeedCertificate`] | `{"id": u64}` |
+//! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?}` | 204 |
+//! | DELETE | `/_fake/servers/{id}` | – | 204 (instant removal) |
+//! | GET | `/_fake/faults` | – | `[ActiveFault]` |
+//! | POST | `/_fake/faults` | [`FaultRule`] `{method?, path, times?, error?: {status, code, message?}, latency_ms?}` | `{"id": u64}` |
+//! | DELETE | `/_fake/faults` | – | 204 |
+//! | POST | `/_fake/locks` | [`ResourceRef`] `{"type": "server"\|"network"\|"load_balancer"\|"certificate", "id"}` | 204 |
+//! | DELETE | `/_fake/locks/{type}/{id}` | – | 204 |
+//! | POST | `/_fake/action_failures` | [`ActionFailure`] `{count?, command?, code?, message?}` | 204 |
+//! | POST | `/_fake/actions/finish` | – | 204 (finish all running actions) |
+//! | GET | `/_fake/config` | – | [`Settings`](crate::control::Settings) |
+//! | PUT | `/_fake/config/action_delay` | `{"ms": u64}` | 204 |
+//! | PUT | `/_fake/config/rate_limit` | [`RateLimitConfig`] `{capacity, refill_per_second}` | 204 |
+//! | POST | `/_fake/rate_limit/refill` | – | 204 |
+//! | PUT | `/_fake/config/token_policy` | [`TokenPolicy`] `{"mode": "accept_all"\|"allow"\|"deny", "tokens"?: [..]}` | 204 |
+//! | GET | `/_fake/requests` | – | `{"counts": RequestCounts, "log": [RequestRecord]}` |
+//! | GET | `/_fake/requests/counts` | – | [`RequestCounts`](crate::control::RequestCounts) `{total, by_endpoint}` |
+//! | GET | `/_fake/requests/log` | – | `[RequestRecord]` |
+//! | DELETE | `/_fake/requests` | – | 204 (counters and log only) |
+//! | POST | `/_fake/reset` | – | 204 (everything back to the start configuration) |
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::{delete, get, post, put};
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::extract::{ApiJson, json, no_content, parse_id};
+use crate::config::TokenPolicy;
+use crate::control::{
+    ActionFailure, ResourceKind, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork, SeedServer,
+    SeedServerBatch, ServerPatch,
+};
+use crate::error::{ApiError, FakeError};
+use crate::faults::FaultRule;
+use crate::handle::FakeHandle;
+use crate::rate_limit::RateLimitConfig;
+
+/// Body of `PUT /_fake/config/action_delay`.
+#[derive(Debug, Deserialize)]
+struct DelayBody {
+    ms: u64,
+}
+
+/// The `/_fake` routes.
+pub(crate) fn routes() -> Router<FakeHandle> {
+    Router::new()
+        .route("/state", get(state))
+        .route("/seed", post(seed))
+        .route("/seed/networks", post(seed_network))
+        .route("/seed/servers", post(seed_server))
+        .route("/seed/servers/batch", post(seed_servers))
+        .route("/seed/load_balancers", post(seed_load_balancer))
+        .route("/seed/certificates", post(seed_certificate))
+        .route("/servers/{id}", delete(delete_server).patch(patch_server))
+        .route("/faults", get(list_faults).post(add_fault).delete(clear_faults))
+        .route("/locks", post(lock))
+        .route("/locks/{kind}/{id}", delete(unlock))
+        .route("/action_failures", post(fail_actions))
+        .route("/actions/finish", post(finish_actions))
+        .route("/config", get(config))
+        .route("/config/action_delay", put(set_delay))
+        .route("/config/rate_limit", put(set_rate_limit))
+        .route("/rate_limit/refill", post(refill))
+        .route("/config/token_policy", put(set_token_policy))
+        .route("/requests", get(requests).delete(reset_requests))
+        .route("/requests/counts", get(request_counts))
+        .route("/requests/log", get(request_log))
+        .route("/reset", post(reset))
+}
+
+async fn state(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.snapshot())
+}
+
+async fn seed(State(h): State<FakeHandle>, ApiJson(body): ApiJson<Seed>) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, h.seed(&body)?))
+}
+
+async fn seed_network(State(h): State<FakeHandle>, ApiJson(body): ApiJson<SeedNetwork>) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, json!({"id": h.seed_network(&body)?})))
+}
+
+async fn seed_server(State(h): State<FakeHandle>, ApiJson(body): ApiJson<SeedServer>) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, json!({"id": h.seed_server(&body)?})))
+}
+
+async fn seed_servers(
+    State(h): State<FakeHandle>,
+    ApiJson(body): ApiJson<SeedServerBatch>,
+) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, json!({"ids": h.seed_servers(&body)?})))
+}
+
+async fn seed_load_balancer(
+    State(h): State<FakeHandle>,
+    ApiJson(body): ApiJson<SeedLoadBalancer>,
+) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, json!({"id": h.seed_load_balancer(&body)?})))
+}
+
+async fn seed_certificate(
+    State(h): State<FakeHandle>,
+    ApiJson(body): ApiJson<SeedCertificate>,
+) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, json!({"id": h.seed_certificate(&body)?})))
+}
+
+async fn delete_server(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, FakeError> {
+    h.delete_server(parse_id(&id)?)?;
+    Ok(no_content())
+}
+
+async fn patch_server(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ServerPatch>,
+) -> Result<Response, FakeError> {
+    h.update_server(parse_id(&id)?, &body)?;
+    Ok(no_content())
+}
+
+async fn list_faults(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.faults())
+}
+
+async fn add_fault(State(h): State<FakeHandle>, ApiJson(rule): ApiJson<FaultRule>) -> Response {
+    json(StatusCode::CREATED, json!({"id": h.inject_fault(rule)}))
+}
+
+async fn clear_faults(State(h): State<FakeHandle>) -> Response {
+    h.clear_faults();
+    no_content()
+}
+
+async fn lock(State(h): State<FakeHandle>, ApiJson(r): ApiJson<ResourceRef>) -> Response {
+    h.lock_resource(r);
+    no_content()
+}
+
+async fn unlock(State(h): State<FakeHandle>, Path((kind, id)): Path<(String, String)>) -> Result<Response, ApiError> {
+    let kind = match kind.as_str() {
+        "server" => ResourceKind::Server,
+        "network" => ResourceKind::Network,
+        "load_balancer" => ResourceKind::LoadBalancer,
+        "certificate" => ResourceKind::Certificate,
+        other => {
+            return Err(ApiError::invalid_input("type", format!("unknown resource type '{other}'")));
+        }
+    };
+    h.unlock_resource(ResourceRef { kind, id: parse_id(&id)? });
+    Ok(no_content())
+}
+
+async fn fail_actions(State(h): State<FakeHandle>, ApiJson(f): ApiJson<ActionFailure>) -> Response {
+    h.fail_next_actions(f);
+    no_content()
+}
+
+async fn finish_actions(State(h): State<FakeHandle>) -> Response {
+    h.finish_all_actions();
+    no_content()
+}
+
+async fn config(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.settings())
+}
+
+async fn set_delay(State(h): State<FakeHandle>, ApiJson(b): ApiJson<DelayBody>) -> Response {
+    h.set_action_delay(Duration::from_millis(b.ms));
+    no_content()
+}
+
+async fn set_rate_limit(State(h): State<FakeHandle>, ApiJson(c): ApiJson<RateLimitConfig>) -> Response {
+    h.set_rate_limit(c.capacity, c.refill_per_second);
+    no_content()
+}
+
+async fn refill(State(h): State<FakeHandle>) -> Response {
+    h.refill_rate_limit();
+    no_content()
+}
+
+async fn set_token_policy(State(h): State<FakeHandle>, ApiJson(p): ApiJson<TokenPolicy>) -> Response {
+    h.set_token_policy(p);
+    no_content()
+}
+
+async fn requests(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, json!({"counts": h.request_counts(), "log": h.request_log()}))
+}
+
+async fn request_counts(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.request_counts())
+}
+
+async fn request_log(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.request_log())
+}
+
+async fn reset_requests(State(h): State<FakeHandle>) -> Response {
+    h.reset_requests();
+    no_content()
+}
+
+async fn reset(State(h): State<FakeHandle>) -> Response {
+    h.reset();
+    no_content()
+}

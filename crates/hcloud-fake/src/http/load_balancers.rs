@@ -1,0 +1,123 @@
+//! `/v1/load_balancers` handlers.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::json;
+
+use super::extract::{ApiJson, json, list_body, no_content, parse_body, parse_id, single_body};
+use crate::control::ResourceKind;
+use crate::error::ApiError;
+use crate::handle::FakeHandle;
+use crate::pagination::PageRequest;
+use crate::query::QueryParams;
+use crate::state::LoadBalancerFilter;
+use crate::wire::request::{
+    AlgorithmRequest, AttachLoadBalancerToNetworkRequest, ChangeDnsPtrRequest, ChangeLoadBalancerTypeRequest,
+    ChangeProtectionRequest, CreateLoadBalancerRequest, DeleteServiceRequest, DetachFromNetworkRequest, ServiceRequest,
+    TargetRequest, UpdateRequest, UpdateServiceRequest,
+};
+
+/// `GET /load_balancers`.
+pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q.as_deref());
+    let page = PageRequest::from_query(&q)?;
+    let filter = LoadBalancerFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()? };
+    let (lbs, meta) = h.with_state(|s| s.list_load_balancers(&filter, page));
+    Ok(list_body("load_balancers", &lbs, &meta))
+}
+
+/// `GET /load_balancers/{id}`.
+pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let lb = h.with_state(|s| s.load_balancer(id)).ok_or_else(|| ApiError::not_found("load_balancer", id))?;
+    Ok(single_body(StatusCode::OK, "load_balancer", &lb))
+}
+
+/// `POST /load_balancers`.
+pub(crate) async fn create(
+    State(h): State<FakeHandle>,
+    ApiJson(req): ApiJson<CreateLoadBalancerRequest>,
+) -> Result<Response, ApiError> {
+    let body = h.with_state(|s| -> Result<_, ApiError> {
+        let (id, action) = s.create_load_balancer(&req)?;
+        Ok(json!({"load_balancer": s.load_balancer(id), "action": s.action(action)}))
+    })?;
+    Ok(json(StatusCode::CREATED, body))
+}
+
+/// `PUT /load_balancers/{id}`.
+pub(crate) async fn update(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateRequest>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let lb = h.with_state(|s| -> Result<_, ApiError> {
+        s.update_load_balancer(id, &req)?;
+        Ok(s.load_balancer(id))
+    })?;
+    Ok(single_body(StatusCode::OK, "load_balancer", &lb))
+}
+
+/// `DELETE /load_balancers/{id}`.
+pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    h.with_state(|s| s.delete_load_balancer(id))?;
+    Ok(no_content())
+}
+
+/// `POST /load_balancers/{id}/actions/{command}`.
+pub(crate) async fn action(
+    State(h): State<FakeHandle>,
+    Path((id, command)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let action = h.with_state(|s| -> Result<_, ApiError> {
+        s.lb_record(id)?;
+        let a = match command.as_str() {
+            "add_service" => s.add_service(id, &parse_body::<ServiceRequest>(&body)?)?,
+            "update_service" => s.update_service(id, &parse_body::<UpdateServiceRequest>(&body)?)?,
+            "delete_service" => {
+                let req: DeleteServiceRequest = parse_body(&body)?;
+                s.delete_service(id, req.listen_port)?
+            }
+            "add_target" => s.add_target(id, &parse_body::<TargetRequest>(&body)?)?,
+            "remove_target" => s.remove_target(id, &parse_body::<TargetRequest>(&body)?)?,
+            "attach_to_network" => s.attach_lb(id, &parse_body::<AttachLoadBalancerToNetworkRequest>(&body)?)?,
+            "detach_from_network" => s.detach_lb(id, &parse_body::<DetachFromNetworkRequest>(&body)?)?,
+            "change_type" => {
+                let req: ChangeLoadBalancerTypeRequest = parse_body(&body)?;
+                s.change_lb_type(id, &req.load_balancer_type)?
+            }
+            "change_algorithm" => {
+                let req: AlgorithmRequest = parse_body(&body)?;
+                s.change_algorithm(id, &req.kind)?
+            }
+            "enable_public_interface" => s.set_public_interface(id, true)?,
+            "disable_public_interface" => s.set_public_interface(id, false)?,
+            "change_dns_ptr" => s.change_lb_dns_ptr(id, &parse_body::<ChangeDnsPtrRequest>(&body)?)?,
+            "change_protection" => {
+                let req: ChangeProtectionRequest = parse_body(&body)?;
+                s.change_lb_protection(id, req.delete)?
+            }
+            other => {
+                return Err(ApiError::new(
+                    "not_found",
+                    format!("load balancer action '{other}' is not supported by the fake"),
+                ));
+            }
+        };
+        Ok(s.action(a))
+    })?;
+    Ok(json(StatusCode::CREATED, json!({"action": action})))
+}
+
+/// `GET /load_balancers/{id}/actions/{action_id}`.
+pub(crate) async fn get_action(
+    State(h): State<FakeHandle>,
+    Path((id, action_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    super::actions::resource_action(&h, ResourceKind::LoadBalancer, &id, &action_id)
+}

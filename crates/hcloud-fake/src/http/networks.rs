@@ -1,0 +1,89 @@
+//! `/v1/networks` handlers.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::json;
+
+use super::extract::{ApiJson, json, list_body, no_content, parse_body, parse_id, single_body};
+use crate::control::ResourceKind;
+use crate::error::ApiError;
+use crate::handle::FakeHandle;
+use crate::pagination::PageRequest;
+use crate::query::QueryParams;
+use crate::state::NetworkFilter;
+use crate::wire::Route;
+use crate::wire::request::CreateNetworkRequest;
+
+/// `GET /networks`.
+pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q.as_deref());
+    let page = PageRequest::from_query(&q)?;
+    let filter = NetworkFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()? };
+    let (networks, meta) = h.with_state(|s| s.list_networks(&filter, page));
+    Ok(list_body("networks", &networks, &meta))
+}
+
+/// `GET /networks/{id}`.
+pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let network = h.with_state(|s| s.network(id)).ok_or_else(|| ApiError::not_found("network", id))?;
+    Ok(single_body(StatusCode::OK, "network", &network))
+}
+
+/// `POST /networks`.
+pub(crate) async fn create(
+    State(h): State<FakeHandle>,
+    ApiJson(req): ApiJson<CreateNetworkRequest>,
+) -> Result<Response, ApiError> {
+    let network = h.with_state(|s| -> Result<_, ApiError> {
+        let id = s.create_network(&req)?;
+        Ok(s.network(id))
+    })?;
+    Ok(json(StatusCode::CREATED, json!({"network": network})))
+}
+
+/// `DELETE /networks/{id}`.
+pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    h.with_state(|s| s.delete_network(id))?;
+    Ok(no_content())
+}
+
+/// `POST /networks/{id}/actions/{command}`.
+pub(crate) async fn action(
+    State(h): State<FakeHandle>,
+    Path((id, command)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let action = h.with_state(|s| -> Result<_, ApiError> {
+        s.network_record(id)?;
+        let a = match command.as_str() {
+            "add_route" => {
+                let req: Route = parse_body(&body)?;
+                s.add_route(id, &req)?
+            }
+            "delete_route" => {
+                let req: Route = parse_body(&body)?;
+                s.delete_route(id, &req)?
+            }
+            other => {
+                return Err(ApiError::new(
+                    "not_found",
+                    format!("network action '{other}' is not supported by the fake"),
+                ));
+            }
+        };
+        Ok(s.action(a))
+    })?;
+    Ok(json(StatusCode::CREATED, json!({"action": action})))
+}
+
+/// `GET /networks/{id}/actions/{action_id}`.
+pub(crate) async fn get_action(
+    State(h): State<FakeHandle>,
+    Path((id, action_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    super::actions::resource_action(&h, ResourceKind::Network, &id, &action_id)
+}

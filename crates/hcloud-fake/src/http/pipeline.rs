@@ -1,0 +1,132 @@
+//! The request pipeline of `/v1`, as an axum middleware:
+//! settle actions -> authentication -> rate limit -> fault injection -> handler, then
+//! rate-limit and correlation headers, counters, log and one tracing line.
+//! Other paths (the control surface) only get the correlation header.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+
+use crate::control::RequestRecord;
+use crate::error::ApiError;
+use crate::faults::path_template;
+use crate::handle::FakeHandle;
+use crate::rate_limit::RateLimitStatus;
+use crate::time::{now_unix_ms, rfc3339_ms};
+
+static CORRELATION: AtomicU64 = AtomicU64::new(1);
+static PROCESS_TAG: OnceLock<u64> = OnceLock::new();
+
+/// The error code of an error response produced by the fake (a response extension).
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorCode(pub String);
+
+fn correlation_id() -> String {
+    let n = CORRELATION.fetch_add(1, Ordering::Relaxed);
+    // The process tag differs between runs; the counter makes ids unique within one.
+    let tag = PROCESS_TAG.get_or_init(|| u64::try_from(now_unix_ms()).unwrap_or(0) & 0xffff_ffff);
+    format!("{tag:08x}{n:08x}")
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    if scheme.eq_ignore_ascii_case("bearer") { Some(token.trim()) } else { None }
+}
+
+fn set_header(resp: &mut Response, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        resp.headers_mut().insert(name, v);
+    }
+}
+
+/// The middleware (see the module docs).
+pub(crate) async fn pipeline(State(h): State<FakeHandle>, req: Request, next: Next) -> Response {
+    let correlation = correlation_id();
+    let path = req.uri().path().to_owned();
+    if !(path == "/v1" || path.starts_with("/v1/")) {
+        let mut resp = next.run(req).await;
+        set_header(&mut resp, "x-correlation-id", &correlation);
+        return resp;
+    }
+    let started = Instant::now();
+    let unix_ms = now_unix_ms();
+    let method = req.method().as_str().to_owned();
+    let query = req.uri().query().map(str::to_owned);
+    h.with_state(|_| ());
+
+    let (rate, mut resp): (RateLimitStatus, Response) = match bearer(req.headers()) {
+        None => {
+            (h.peek_rate(), ApiError::unauthorized("missing or malformed Authorization: Bearer header").into_response())
+        }
+        Some(token) if !h.token_accepted(token) => {
+            (h.peek_rate(), ApiError::unauthorized("unable to authenticate").into_response())
+        }
+        Some(_) => {
+            let rate = h.acquire_rate();
+            if rate.allowed {
+                let resp = match h.take_fault(&method, &path) {
+                    Some(fault) => {
+                        if let Some(ms) = fault.latency_ms {
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                        }
+                        match fault.error {
+                            Some(e) => ApiError::with_status(
+                                StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                                &e.code,
+                                if e.message.is_empty() { format!("injected fault: {}", e.code) } else { e.message },
+                            )
+                            .into_response(),
+                            None => next.run(req).await,
+                        }
+                    }
+                    None => next.run(req).await,
+                };
+                (rate, resp)
+            } else {
+                (rate, ApiError::new("rate_limit_exceeded", "rate limit exceeded").into_response())
+            }
+        }
+    };
+
+    set_header(&mut resp, "ratelimit-limit", &rate.limit.to_string());
+    set_header(&mut resp, "ratelimit-remaining", &rate.remaining.to_string());
+    set_header(&mut resp, "ratelimit-reset", &rate.reset.to_string());
+    set_header(&mut resp, "x-correlation-id", &correlation);
+
+    let status = resp.status().as_u16();
+    let error_code = resp.extensions().get::<ErrorCode>().map(|c| c.0.clone());
+    let latency = started.elapsed();
+    let endpoint = format!("{method} {}", path_template(&path));
+    if h.log_requests() {
+        tracing::info!(
+            target: "hcloud_fake",
+            method = %method,
+            path = %path,
+            query = query.as_deref().unwrap_or(""),
+            status,
+            error = error_code.as_deref().unwrap_or(""),
+            latency_ms = latency.as_secs_f64() * 1000.0,
+            correlation_id = %correlation,
+            "{endpoint} -> {status}"
+        );
+    }
+    h.record_request(RequestRecord {
+        method,
+        path,
+        endpoint,
+        query,
+        status,
+        error_code,
+        timestamp: rfc3339_ms(unix_ms),
+        unix_ms,
+        latency_ms: latency.as_secs_f64() * 1000.0,
+        correlation_id: correlation,
+    });
+    resp
+}

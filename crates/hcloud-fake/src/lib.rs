@@ -1,0 +1,67 @@
+//! An in-memory, stateful fake of the Hetzner Cloud API (`https://api.hetzner.cloud/v1`)
+//! for tests, benchmarks and the local sandbox, where the real API is unreachable.
+//!
+//! It serves the subset hcloud-ccm uses — servers, networks (routes), load balancers
+//! (services, targets, networks), certificates, actions, locations, server types and load
+//! balancer types — with the API's JSON shapes ([`wire`], written from the OpenAPI
+//! description, independent of the project's client crate), its error envelope and status
+//! codes ([`error`]), pagination, label selectors, rate limiting, actions that finish after
+//! a configurable delay, and `locked` resources. A test-control surface ([`control`],
+//! [`FakeHandle`], HTTP under `/_fake`) seeds state, injects faults and reads counters.
+//!
+//! # How a request flows
+//!
+//! 1. **Settle**: actions whose delay has passed finish; their effects (status changes,
+//!    attach/detach, deletions, ...) apply now, or are discarded for injected failures
+//!    (module `state`). There is no background timer: every request and library call settles.
+//! 2. **Authentication**: `/v1` needs `Authorization: Bearer <token>` accepted by the
+//!    [`TokenPolicy`]; otherwise `401 unauthorized`.
+//! 3. **Rate limit**: one token from the bucket ([`rate_limit`]); empty means
+//!    `429 rate_limit_exceeded`.
+//! 4. **Fault injection**: the first matching [`FaultRule`] adds latency and/or answers
+//!    its error instead of the handler ([`faults`]).
+//! 5. **Handler**: parses the body/query ([`query`], [`pagination`], [`label_selector`]),
+//!    then validates and mutates the state under one lock and renders wire types.
+//! 6. **Counters and log**: `RateLimit-*` and `X-Correlation-Id` headers are added, the
+//!    request is counted per endpoint template and logged ([`control::RequestRecord`]), and
+//!    one `tracing` line is emitted.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), hcloud_fake::FakeError> {
+//! use hcloud_fake::{FakeConfig, FakeServer, control::{SeedNetwork, SeedServer}};
+//!
+//! let fake = FakeServer::start(FakeConfig::default()).await?; // 127.0.0.1, ephemeral port
+//! let h = fake.handle();
+//! let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central"))?;
+//! let _srv = h.seed_server(&SeedServer::new("node-1").network(net))?;
+//! println!("HCLOUD_ENDPOINT={}", fake.base_url()); // http://127.0.0.1:PORT/v1
+//! assert_eq!(h.request_count("GET /v1/servers"), 0);
+//! fake.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod catalog;
+pub mod config;
+pub mod control;
+pub mod error;
+pub mod faults;
+mod handle;
+pub mod http;
+pub mod label_selector;
+pub mod metrics;
+pub mod pagination;
+pub mod query;
+pub mod rate_limit;
+mod server;
+mod state;
+mod time;
+pub mod wire;
+
+pub use config::{FakeConfig, TokenPolicy};
+pub use error::{ApiError, FakeError};
+pub use faults::{FaultRule, InjectedError};
+pub use handle::FakeHandle;
+pub use rate_limit::RateLimitConfig;
+pub use server::FakeServer;

@@ -1,0 +1,96 @@
+//! [`FakeServer`]: a fake bound to a TCP listener and served by axum in a tokio task.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::FakeConfig;
+use crate::error::FakeError;
+use crate::handle::FakeHandle;
+
+/// A running fake. Dropping it stops the listener; [`FakeServer::shutdown`] also waits.
+#[derive(Debug)]
+pub struct FakeServer {
+    handle: FakeHandle,
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl FakeServer {
+    /// Starts a fake on `127.0.0.1` with an ephemeral port.
+    pub async fn start(config: FakeConfig) -> Result<Self, FakeError> {
+        Self::bind(SocketAddr::from(([127, 0, 0, 1], 0)), config).await
+    }
+
+    /// Starts a fake on `addr`.
+    pub async fn bind(addr: SocketAddr, config: FakeConfig) -> Result<Self, FakeError> {
+        Self::serve(addr, FakeHandle::new(config)).await
+    }
+
+    /// Serves an existing handle (e.g. one seeded beforehand) on `addr`.
+    pub async fn serve(addr: SocketAddr, handle: FakeHandle) -> Result<Self, FakeError> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = handle.router();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    // Either an explicit stop or the sender being dropped ends serving.
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(Self { handle, addr, stop: Some(stop), task: Some(task) })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The API endpoint, `http://127.0.0.1:PORT/v1` (use as `HCLOUD_ENDPOINT`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The control endpoint, `http://127.0.0.1:PORT/_fake`.
+    pub fn control_url(&self) -> String {
+        format!("http://{}/_fake", self.addr)
+    }
+
+    /// A handle to the fake's state and controls.
+    pub fn handle(&self) -> FakeHandle {
+        self.handle.clone()
+    }
+
+    /// Stops accepting connections and waits (at most 5 s) for open ones to finish.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(5), &mut task).await.is_err()
+        {
+            task.abort();
+        }
+    }
+
+    /// Serves until `signal` completes, then shuts down.
+    pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) {
+        signal.await;
+        self.shutdown().await;
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

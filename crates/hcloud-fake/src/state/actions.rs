@@ -1,0 +1,296 @@
+//! Actions: creation, lazy settling, effects applied on completion, injected failures.
+
+use std::net::Ipv4Addr;
+use std::time::Instant;
+
+use super::{ActionRecord, CertStatus, Member, PrivateNic, RouteRecord, State, TargetRecord, bump};
+use crate::control::{ActionFailure, ResourceKind, ResourceRef};
+use crate::time::{now_unix, rfc3339};
+use crate::wire::{Action, ActionError, ActionStatus, Resource, ServerStatus, Service};
+
+/// The state change an action makes when it finishes successfully.
+#[derive(Debug, Clone)]
+pub(crate) enum Effect {
+    /// Set a server's status (create, power on/off, shutdown).
+    ServerStatus { server: u64, status: ServerStatus },
+    /// Attach a server to a network with reserved IPs.
+    ServerAttach { server: u64, network: u64, ip: Ipv4Addr, alias_ips: Vec<Ipv4Addr> },
+    /// Detach a server from a network.
+    ServerDetach { server: u64, network: u64 },
+    /// Delete a server (its status is `deleting` meanwhile).
+    ServerDelete { server: u64, previous: ServerStatus },
+    /// Add a route.
+    AddRoute { network: u64, route: RouteRecord },
+    /// Delete a route.
+    DeleteRoute { network: u64, route: RouteRecord },
+    /// Add a service.
+    AddService { lb: u64, service: Service },
+    /// Replace a service (same listen port).
+    UpdateService { lb: u64, service: Service },
+    /// Delete a service.
+    DeleteService { lb: u64, listen_port: u16 },
+    /// Add a target.
+    AddTarget { lb: u64, target: TargetRecord },
+    /// Remove the target at a key.
+    RemoveTarget { lb: u64, target: TargetRecord },
+    /// Attach a load balancer to a network with a reserved IP.
+    LbAttach { lb: u64, network: u64, ip: Ipv4Addr },
+    /// Detach a load balancer from a network.
+    LbDetach { lb: u64, network: u64 },
+    /// Change the type.
+    LbChangeType { lb: u64, lb_type: &'static crate::wire::LoadBalancerType },
+    /// Change the algorithm.
+    LbAlgorithm { lb: u64, algorithm: String },
+    /// Enable/disable the public interface.
+    LbPublicInterface { lb: u64, enabled: bool },
+    /// Change a reverse DNS entry (`None` resets it).
+    LbDnsPtr { lb: u64, ip: String, dns_ptr: Option<String> },
+    /// Change delete protection.
+    LbProtection { lb: u64, delete: bool },
+    /// Issue a managed certificate.
+    IssueCertificate { certificate: u64 },
+}
+
+/// The action as served.
+pub(crate) fn render_action(a: &ActionRecord) -> Action {
+    Action {
+        id: a.id,
+        command: a.command.clone(),
+        status: a.status,
+        progress: a.progress,
+        started: rfc3339(a.started),
+        finished: a.finished.map(rfc3339),
+        resources: a.resources.iter().map(|r| Resource { id: r.id, kind: r.kind.as_str().to_owned() }).collect(),
+        error: a.error.clone(),
+    }
+}
+
+impl State {
+    /// Registers `count` upcoming action failures.
+    pub fn add_action_failure(&mut self, failure: ActionFailure) {
+        if failure.count > 0 {
+            self.action_failures.push(failure);
+        }
+    }
+
+    fn take_failure(&mut self, command: &str) -> Option<ActionError> {
+        let idx = self.action_failures.iter().position(|f| f.command.as_deref().is_none_or(|c| c == command))?;
+        let f = &mut self.action_failures[idx];
+        f.count -= 1;
+        let err = ActionError {
+            code: f.code.clone(),
+            message: if f.message.is_empty() { format!("action {command} failed") } else { f.message.clone() },
+        };
+        if f.count == 0 {
+            self.action_failures.remove(idx);
+        }
+        Some(err)
+    }
+
+    /// Starts an action on `resources` (the first one is locked while it runs).
+    /// With a zero action delay it finishes before this returns.
+    pub fn start_action(&mut self, command: &str, resources: Vec<ResourceRef>, effect: Option<Effect>) -> u64 {
+        let id = bump(&mut self.ids.action);
+        let fail = self.take_failure(command);
+        let now = Instant::now();
+        self.actions.insert(
+            id,
+            ActionRecord {
+                id,
+                command: command.to_owned(),
+                status: ActionStatus::Running,
+                progress: 0,
+                started: now_unix(),
+                finished: None,
+                resources,
+                error: None,
+                due: now + self.action_delay,
+                effect,
+                fail,
+            },
+        );
+        self.running.insert(id);
+        if self.action_delay.is_zero() {
+            self.finish_action(id);
+        }
+        id
+    }
+
+    /// Finishes every action that is due at `now`, in id order.
+    pub fn settle(&mut self, now: Instant) {
+        let due: Vec<u64> =
+            self.running.iter().copied().filter(|id| self.actions.get(id).is_some_and(|a| a.due <= now)).collect();
+        for id in due {
+            self.finish_action(id);
+        }
+    }
+
+    /// Finishes every running action now.
+    pub fn finish_all(&mut self) {
+        let all: Vec<u64> = self.running.iter().copied().collect();
+        for id in all {
+            self.finish_action(id);
+        }
+    }
+
+    fn finish_action(&mut self, id: u64) {
+        self.running.remove(&id);
+        let Some(action) = self.actions.get_mut(&id) else {
+            return;
+        };
+        action.progress = 100;
+        action.finished = Some(now_unix());
+        let effect = action.effect.take();
+        match action.fail.take() {
+            Some(err) => {
+                action.status = ActionStatus::Error;
+                action.error = Some(err.clone());
+                if let Some(effect) = effect {
+                    self.revert_effect(id, effect, err);
+                }
+            }
+            None => {
+                action.status = ActionStatus::Success;
+                if let Some(effect) = effect {
+                    self.apply_effect(id, effect);
+                }
+            }
+        }
+    }
+
+    /// Drops IPs reserved by an action.
+    fn release_reserved(&mut self, network: u64, action: u64) {
+        if let Some(n) = self.networks.get_mut(&network) {
+            n.members.retain(|_, m| *m != Member::Reserved(action));
+        }
+    }
+
+    fn revert_effect(&mut self, action: u64, effect: Effect, err: ActionError) {
+        match effect {
+            Effect::ServerAttach { network, .. } | Effect::LbAttach { network, .. } => {
+                self.release_reserved(network, action);
+            }
+            Effect::ServerDelete { server, previous } => {
+                if let Some(s) = self.servers.get_mut(&server) {
+                    s.status = previous;
+                }
+            }
+            Effect::IssueCertificate { certificate } => {
+                if let Some(c) = self.certificates.get_mut(&certificate) {
+                    c.status = Some(CertStatus {
+                        issuance: "failed".to_owned(),
+                        renewal: "unavailable".to_owned(),
+                        error: Some(err),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_effect(&mut self, action: u64, effect: Effect) {
+        match effect {
+            Effect::ServerStatus { server, status } => {
+                if let Some(s) = self.servers.get_mut(&server) {
+                    s.status = status;
+                }
+            }
+            Effect::ServerAttach { server, network, ip, alias_ips } => {
+                self.release_reserved(network, action);
+                let mac = self.next_mac();
+                if self.servers.contains_key(&server) && self.networks.contains_key(&network) {
+                    self.attach_server_nic(server, PrivateNic { network, ip, alias_ips, mac });
+                }
+            }
+            Effect::ServerDetach { server, network } => self.detach_server_nic(server, network),
+            Effect::ServerDelete { server, .. } => self.remove_server(server),
+            Effect::AddRoute { network, route } => {
+                if let Some(n) = self.networks.get_mut(&network)
+                    && !n.routes.contains(&route)
+                {
+                    n.routes.push(route);
+                }
+            }
+            Effect::DeleteRoute { network, route } => {
+                if let Some(n) = self.networks.get_mut(&network) {
+                    n.routes.retain(|r| *r != route);
+                }
+            }
+            Effect::AddService { lb, service } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.services.retain(|s| s.listen_port != service.listen_port);
+                    l.services.push(service);
+                }
+            }
+            Effect::UpdateService { lb, service } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    for s in &mut l.services {
+                        if s.listen_port == service.listen_port {
+                            *s = service.clone();
+                        }
+                    }
+                }
+            }
+            Effect::DeleteService { lb, listen_port } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.services.retain(|s| s.listen_port != listen_port);
+                }
+            }
+            Effect::AddTarget { lb, target } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb)
+                    && !l.targets.iter().any(|t| t.same_target(&target))
+                {
+                    l.targets.push(target);
+                }
+            }
+            Effect::RemoveTarget { lb, target } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.targets.retain(|t| !t.same_target(&target));
+                }
+            }
+            Effect::LbAttach { lb, network, ip } => {
+                self.release_reserved(network, action);
+                if self.load_balancers.contains_key(&lb) {
+                    self.attach_lb_nic(lb, network, ip);
+                }
+            }
+            Effect::LbDetach { lb, network } => self.detach_lb_nic(lb, network),
+            Effect::LbChangeType { lb, lb_type } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.lb_type = lb_type;
+                }
+            }
+            Effect::LbAlgorithm { lb, algorithm } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.algorithm = algorithm;
+                }
+            }
+            Effect::LbPublicInterface { lb, enabled } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.public_enabled = enabled;
+                }
+            }
+            Effect::LbDnsPtr { lb, ip, dns_ptr } => self.set_lb_dns_ptr(lb, &ip, dns_ptr),
+            Effect::LbProtection { lb, delete } => {
+                if let Some(l) = self.load_balancers.get_mut(&lb) {
+                    l.protection.delete = delete;
+                }
+            }
+            Effect::IssueCertificate { certificate } => self.issue_certificate(certificate),
+        }
+    }
+
+    /// The action as served, if it exists.
+    pub fn action(&self, id: u64) -> Option<Action> {
+        self.actions.get(&id).map(render_action)
+    }
+
+    /// Actions of a resource kind (optionally one resource), sorted by id.
+    pub fn actions_of(&self, kind: ResourceKind, id: Option<u64>) -> Vec<Action> {
+        self.actions
+            .values()
+            .filter(|a| a.resources.iter().any(|r| r.kind == kind && id.is_none_or(|id| r.id == id)))
+            .map(render_action)
+            .collect()
+    }
+}

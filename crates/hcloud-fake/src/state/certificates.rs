@@ -1,0 +1,260 @@
+//! Certificates: uploaded (any PEM-looking text) and managed (issued by an action).
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use super::{CertStatus, CertificateRecord, Effect, State, validate_labels, validate_name};
+use crate::control::{ResourceKind, ResourceRef, SeedCertificate};
+use crate::error::ApiError;
+use crate::label_selector::LabelSelector;
+use crate::pagination::PageRequest;
+use crate::time::{now_unix, rfc3339};
+use crate::wire::request::CreateCertificateRequest;
+use crate::wire::{Certificate, CertificateStatus, Labels, Meta, Resource};
+
+/// Validity of issued certificates.
+const VALIDITY_SECS: i64 = 90 * 86_400;
+
+/// Filters of `GET /certificates`.
+#[derive(Debug, Default)]
+pub(crate) struct CertificateFilter {
+    pub name: Option<String>,
+    pub label_selector: Option<LabelSelector>,
+    pub types: Vec<String>,
+}
+
+fn fingerprint(text: &str) -> String {
+    let mut bytes = Vec::with_capacity(32);
+    for i in 0_u64..4 {
+        let mut h = DefaultHasher::new();
+        i.hash(&mut h);
+        text.hash(&mut h);
+        bytes.extend_from_slice(&h.finish().to_be_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+fn fake_pem(domains: &[String]) -> String {
+    format!(
+        "-----BEGIN CERTIFICATE-----\nZmFrZSBjZXJ0aWZpY2F0ZSBmb3Ig{}\n-----END CERTIFICATE-----\n",
+        domains.join(",").replace(['.', ','], "")
+    )
+}
+
+fn pem_like(text: &str) -> bool {
+    text.contains("-----BEGIN ") && text.contains("-----END ")
+}
+
+impl State {
+    /// The certificate record or `not_found`.
+    pub fn certificate_record(&self, id: u64) -> Result<&CertificateRecord, ApiError> {
+        self.certificates.get(&id).ok_or_else(|| ApiError::not_found("certificate", id))
+    }
+
+    fn check_certificate_name(&self, name: &str, labels: &Labels) -> Result<(), ApiError> {
+        validate_name(name)?;
+        if self.certificates.values().any(|c| c.name == name) {
+            return Err(ApiError::uniqueness("name"));
+        }
+        validate_labels(labels)
+    }
+
+    /// `POST /certificates`: returns (certificate id, action id for managed ones).
+    pub fn create_certificate(&mut self, req: &CreateCertificateRequest) -> Result<(u64, Option<u64>), ApiError> {
+        let labels = req.labels.clone().unwrap_or_default();
+        self.check_certificate_name(&req.name, &labels)?;
+        let now = now_unix();
+        match req.kind.as_deref().unwrap_or("uploaded") {
+            "uploaded" => {
+                let cert = req.certificate.as_deref().unwrap_or_default();
+                if !pem_like(cert) {
+                    return Err(ApiError::invalid_input("certificate", "certificate must be PEM encoded"));
+                }
+                let key = req.private_key.as_deref().unwrap_or_default();
+                if !pem_like(key) {
+                    return Err(ApiError::invalid_input("private_key", "private_key must be PEM encoded"));
+                }
+                let id = super::bump(&mut self.ids.certificate);
+                self.certificates.insert(
+                    id,
+                    CertificateRecord {
+                        id,
+                        name: req.name.clone(),
+                        managed: false,
+                        certificate: Some(cert.to_owned()),
+                        domain_names: req.domain_names.clone().unwrap_or_default(),
+                        fingerprint: Some(fingerprint(cert)),
+                        not_valid_before: Some(now),
+                        not_valid_after: Some(now + VALIDITY_SECS),
+                        status: None,
+                        labels,
+                        created: now,
+                    },
+                );
+                Ok((id, None))
+            }
+            "managed" => {
+                let domains = req.domain_names.clone().unwrap_or_default();
+                if domains.is_empty() {
+                    return Err(ApiError::invalid_input(
+                        "domain_names",
+                        "managed certificates need at least one domain name",
+                    ));
+                }
+                let id = super::bump(&mut self.ids.certificate);
+                self.certificates.insert(
+                    id,
+                    CertificateRecord {
+                        id,
+                        name: req.name.clone(),
+                        managed: true,
+                        certificate: None,
+                        domain_names: domains,
+                        fingerprint: None,
+                        not_valid_before: None,
+                        not_valid_after: None,
+                        status: Some(CertStatus {
+                            issuance: "pending".to_owned(),
+                            renewal: "unavailable".to_owned(),
+                            error: None,
+                        }),
+                        labels,
+                        created: now,
+                    },
+                );
+                let action = self.start_action(
+                    "create_certificate",
+                    vec![ResourceRef::certificate(id)],
+                    Some(Effect::IssueCertificate { certificate: id }),
+                );
+                Ok((id, Some(action)))
+            }
+            other => Err(ApiError::invalid_input("type", format!("unknown certificate type '{other}'"))),
+        }
+    }
+
+    /// Seeds a certificate (managed ones are issued already).
+    pub fn seed_certificate(&mut self, seed: &SeedCertificate) -> Result<u64, ApiError> {
+        self.check_certificate_name(&seed.name, &seed.labels)?;
+        let managed = match seed.kind.as_str() {
+            "uploaded" => false,
+            "managed" => true,
+            other => {
+                return Err(ApiError::invalid_input("type", format!("unknown certificate type '{other}'")));
+            }
+        };
+        let now = now_unix();
+        let pem = seed.certificate.clone().unwrap_or_else(|| fake_pem(&seed.domain_names));
+        let id = super::bump(&mut self.ids.certificate);
+        self.certificates.insert(
+            id,
+            CertificateRecord {
+                id,
+                name: seed.name.clone(),
+                managed,
+                fingerprint: Some(fingerprint(&pem)),
+                certificate: Some(pem),
+                domain_names: seed.domain_names.clone(),
+                not_valid_before: Some(now),
+                not_valid_after: Some(now + VALIDITY_SECS),
+                status: managed.then(|| CertStatus {
+                    issuance: "completed".to_owned(),
+                    renewal: "unavailable".to_owned(),
+                    error: None,
+                }),
+                labels: seed.labels.clone(),
+                created: now,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Completes the issuance of a managed certificate.
+    pub(crate) fn issue_certificate(&mut self, id: u64) {
+        let Some(c) = self.certificates.get_mut(&id) else {
+            return;
+        };
+        let now = now_unix();
+        let pem = fake_pem(&c.domain_names);
+        c.fingerprint = Some(fingerprint(&pem));
+        c.certificate = Some(pem);
+        c.not_valid_before = Some(now);
+        c.not_valid_after = Some(now + VALIDITY_SECS);
+        c.status =
+            Some(CertStatus { issuance: "completed".to_owned(), renewal: "unavailable".to_owned(), error: None });
+    }
+
+    /// Load balancers whose services use a certificate.
+    fn certificate_users(&self, id: u64) -> Vec<u64> {
+        self.load_balancers
+            .values()
+            .filter(|lb| lb.services.iter().filter_map(|s| s.http.as_ref()).any(|h| h.certificates.contains(&id)))
+            .map(|lb| lb.id)
+            .collect()
+    }
+
+    /// `DELETE /certificates/{id}`: refused with `resource_in_use` while a service uses it.
+    pub fn delete_certificate(&mut self, id: u64) -> Result<(), ApiError> {
+        self.certificate_record(id)?;
+        self.ensure_unlocked(ResourceKind::Certificate, id)?;
+        let users = self.certificate_users(id);
+        if !users.is_empty() {
+            return Err(ApiError::new(
+                "resource_in_use",
+                format!("certificate {id} is used by load balancers {users:?}"),
+            ));
+        }
+        self.certificates.remove(&id);
+        Ok(())
+    }
+
+    /// The certificate as served.
+    pub fn render_certificate(&self, c: &CertificateRecord) -> Certificate {
+        Certificate {
+            id: c.id,
+            name: c.name.clone(),
+            kind: if c.managed { "managed" } else { "uploaded" }.to_owned(),
+            certificate: c.certificate.clone(),
+            created: rfc3339(c.created),
+            domain_names: c.domain_names.clone(),
+            fingerprint: c.fingerprint.clone(),
+            not_valid_before: c.not_valid_before.map(rfc3339),
+            not_valid_after: c.not_valid_after.map(rfc3339),
+            status: c.status.as_ref().map(|s| CertificateStatus {
+                issuance: s.issuance.clone(),
+                renewal: s.renewal.clone(),
+                error: s.error.clone(),
+            }),
+            used_by: self
+                .certificate_users(c.id)
+                .into_iter()
+                .map(|id| Resource { id, kind: "load_balancer".to_owned() })
+                .collect(),
+            labels: c.labels.clone(),
+        }
+    }
+
+    /// A certificate as served.
+    pub fn certificate(&self, id: u64) -> Option<Certificate> {
+        self.certificates.get(&id).map(|c| self.render_certificate(c))
+    }
+
+    /// `GET /certificates`.
+    pub fn list_certificates(&self, filter: &CertificateFilter, page: PageRequest) -> (Vec<Certificate>, Meta) {
+        let matching: Vec<&CertificateRecord> = self
+            .certificates
+            .values()
+            .filter(|c| filter.name.as_ref().is_none_or(|n| &c.name == n))
+            .filter(|c| filter.label_selector.as_ref().is_none_or(|sel| sel.matches(&c.labels)))
+            .filter(|c| {
+                filter.types.is_empty()
+                    || filter
+                        .types
+                        .iter()
+                        .any(|t| (t == "managed") == c.managed && matches!(t.as_str(), "managed" | "uploaded"))
+            })
+            .collect();
+        let (slice, meta) = page.apply(&matching);
+        (slice.iter().map(|c| self.render_certificate(c)).collect(), meta)
+    }
+}

@@ -1,0 +1,544 @@
+//! Servers: create (with public and private IPs), power actions, network attach/detach,
+//! delete, instant test mutations, rendering and listing.
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv6Net;
+
+use super::{
+    Effect, Member, PrivateNic, PublicV4, PublicV6, ServerRecord, State, TargetRecord, parse_ipv4, validate_labels,
+};
+use crate::catalog::catalog;
+use crate::control::{NetworkRef, ResourceKind, ResourceRef, SeedServer, SeedServerBatch, ServerPatch};
+use crate::error::ApiError;
+use crate::label_selector::LabelSelector;
+use crate::pagination::PageRequest;
+use crate::time::{now_unix, rfc3339};
+use crate::wire::request::{AttachServerToNetworkRequest, CreateServerRequest, DetachFromNetworkRequest, IdOrName};
+use crate::wire::{
+    Ipv4, Ipv6, Labels, Meta, Server, ServerPrivateNet, ServerProtection, ServerPublicNet, ServerStatus,
+};
+
+/// Everything needed to insert a server (shared by the API and seeding).
+pub(crate) struct ServerSpec {
+    pub name: String,
+    pub server_type: IdOrName,
+    pub image: IdOrName,
+    pub location: Option<IdOrName>,
+    pub labels: Labels,
+    pub status: ServerStatus,
+    pub enable_ipv4: bool,
+    pub enable_ipv6: bool,
+    pub fixed_ipv4: Option<Ipv4Addr>,
+    pub fixed_ipv6: Option<Ipv6Net>,
+    /// (network, fixed ip, alias ips)
+    pub networks: Vec<(u64, Option<Ipv4Addr>, Vec<Ipv4Addr>)>,
+    pub protection_delete: bool,
+}
+
+/// Filters of `GET /servers`.
+#[derive(Debug, Default)]
+pub(crate) struct ServerFilter {
+    pub name: Option<String>,
+    pub label_selector: Option<LabelSelector>,
+    pub status: Vec<ServerStatus>,
+}
+
+/// Server names must be valid hostnames (RFC 1123), like the API requires.
+fn validate_hostname(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    if ok { Ok(()) } else { Err(ApiError::invalid_input("name", format!("'{name}' is not a valid hostname"))) }
+}
+
+fn dns_ptr_v4(ip: Ipv4Addr) -> String {
+    let o = ip.octets();
+    format!("static.{}.{}.{}.{}.clients.your-server.de", o[3], o[2], o[1], o[0])
+}
+
+fn root_password(id: u64) -> String {
+    let mut x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let alphabet = b"abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    let len = alphabet.len() as u64;
+    (0..20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // The modulo keeps the index below the alphabet length.
+            char::from(alphabet[usize::try_from(x % len).unwrap_or(0)])
+        })
+        .collect()
+}
+
+impl State {
+    /// The server record or `not_found`.
+    pub fn server_record(&self, id: u64) -> Result<&ServerRecord, ApiError> {
+        self.servers.get(&id).ok_or_else(|| ApiError::not_found("server", id))
+    }
+
+    /// The id of a server with this name, if any.
+    pub fn server_id_by_name(&self, name: &str) -> Option<u64> {
+        self.servers.values().find(|s| s.name == name).map(|s| s.id)
+    }
+
+    /// A network by reference, or `invalid_input` naming `field`.
+    pub fn resolve_network(&self, r: &NetworkRef, field: &str) -> Result<u64, ApiError> {
+        let found = match r {
+            NetworkRef::Id(id) => self.networks.get(id).map(|n| n.id),
+            NetworkRef::Name(name) => {
+                self.networks.values().find(|n| &n.name == name || name.parse::<u64>().ok() == Some(n.id)).map(|n| n.id)
+            }
+        };
+        found.ok_or_else(|| ApiError::invalid_input(field, format!("network {r:?} not found")))
+    }
+
+    fn insert_server(&mut self, spec: ServerSpec) -> Result<u64, ApiError> {
+        let cat = catalog();
+        validate_hostname(&spec.name)?;
+        if self.server_id_by_name(&spec.name).is_some() {
+            return Err(ApiError::uniqueness("name"));
+        }
+        let server_type = cat.server_type(&spec.server_type).ok_or_else(|| {
+            ApiError::invalid_input("server_type", format!("unknown server type '{}'", spec.server_type.describe()))
+        })?;
+        let image = cat.image(&spec.image, server_type.architecture).ok_or_else(|| {
+            ApiError::invalid_input("image", format!("unknown image '{}' for this architecture", spec.image.describe()))
+        })?;
+        let location = match &spec.location {
+            Some(r) => cat
+                .location(r)
+                .ok_or_else(|| ApiError::invalid_input("location", format!("unknown location '{}'", r.describe())))?,
+            None => cat
+                .location(&IdOrName::Name("fsn1".into()))
+                .ok_or_else(|| ApiError::new("server_error", "catalogue without fsn1"))?,
+        };
+        validate_labels(&spec.labels)?;
+        if let Some(ip) = spec.fixed_ipv4
+            && self.public_ips.is_used_v4(ip)
+        {
+            return Err(ApiError::new("ip_not_available", format!("{ip} is already in use")));
+        }
+        // Plan private IPs before changing anything, so a failure leaves no trace.
+        let mut plan = Vec::new();
+        for (network, ip, aliases) in &spec.networks {
+            if plan.iter().any(|(n, _, _)| n == network) {
+                return Err(ApiError::invalid_input("networks", format!("network {network} given twice")));
+            }
+            if !self.networks.contains_key(network) {
+                return Err(ApiError::invalid_input("networks", format!("network {network} not found")));
+            }
+            let primary = self.pick_private_ip(*network, &location.network_zone, *ip, None)?;
+            for alias in aliases {
+                self.check_private_ip(*network, &location.network_zone, *alias, None)?;
+            }
+            plan.push((*network, primary, aliases.clone()));
+        }
+
+        let id = super::bump(&mut self.ids.server);
+        let ipv4 = if spec.enable_ipv4 {
+            let ip = match spec.fixed_ipv4 {
+                Some(ip) => {
+                    self.public_ips.reserve_v4(ip)?;
+                    ip
+                }
+                None => self.public_ips.allocate_v4()?,
+            };
+            Some(PublicV4 { id: self.next_primary_ip_id(), ip, dns_ptr: dns_ptr_v4(ip) })
+        } else {
+            None
+        };
+        let ipv6 = if spec.enable_ipv6 {
+            let net = match spec.fixed_ipv6 {
+                Some(net) => {
+                    self.public_ips.reserve_v6(net)?;
+                    net.trunc()
+                }
+                None => self.public_ips.allocate_v6()?,
+            };
+            Some(PublicV6 { id: self.next_primary_ip_id(), net })
+        } else {
+            None
+        };
+        self.servers.insert(
+            id,
+            ServerRecord {
+                id,
+                name: spec.name,
+                status: spec.status,
+                created: now_unix(),
+                server_type,
+                location,
+                image: Some(image),
+                labels: spec.labels,
+                ipv4,
+                ipv6,
+                private_net: Vec::new(),
+                protection: ServerProtection { delete: spec.protection_delete, rebuild: spec.protection_delete },
+            },
+        );
+        for (network, ip, alias_ips) in plan {
+            let mac = self.next_mac();
+            self.attach_server_nic(id, PrivateNic { network, ip, alias_ips, mac });
+        }
+        Ok(id)
+    }
+
+    /// `POST /servers`: returns (server id, action id, root password).
+    pub fn create_server(&mut self, req: CreateServerRequest) -> Result<(u64, u64, Option<String>), ApiError> {
+        let public = req.public_net.clone().unwrap_or_default();
+        let spec = ServerSpec {
+            name: req.name,
+            server_type: req.server_type,
+            image: req.image,
+            location: req.location.or_else(|| {
+                req.datacenter.as_deref().map(|dc| IdOrName::Name(dc.split('-').next().unwrap_or(dc).to_owned()))
+            }),
+            labels: req.labels.unwrap_or_default(),
+            status: ServerStatus::Initializing,
+            enable_ipv4: public.enable_ipv4.unwrap_or(true),
+            enable_ipv6: public.enable_ipv6.unwrap_or(true),
+            fixed_ipv4: None,
+            fixed_ipv6: None,
+            networks: req.networks.unwrap_or_default().into_iter().map(|n| (n, None, Vec::new())).collect(),
+            protection_delete: false,
+        };
+        let id = self.insert_server(spec)?;
+        let target = if req.start_after_create.unwrap_or(true) { ServerStatus::Running } else { ServerStatus::Off };
+        let action = self.start_action(
+            "create_server",
+            vec![ResourceRef::server(id)],
+            Some(Effect::ServerStatus { server: id, status: target }),
+        );
+        let password = match &req.ssh_keys {
+            Some(keys) if !keys.is_empty() => None,
+            _ => Some(root_password(id)),
+        };
+        Ok((id, action, password))
+    }
+
+    /// Seeds one server instantly.
+    pub fn seed_server(&mut self, seed: &SeedServer) -> Result<u64, ApiError> {
+        let fixed_ipv4 = seed.public_ipv4.as_deref().map(|s| parse_ipv4("public_ipv4", s)).transpose()?;
+        let fixed_ipv6 = seed
+            .public_ipv6
+            .as_deref()
+            .map(|s| {
+                s.parse::<Ipv6Net>()
+                    .or_else(|_| s.parse().map(|a| Ipv6Net::new(a, 64).unwrap_or_default()))
+                    .map_err(|_| ApiError::invalid_input("public_ipv6", format!("'{s}' is not an IPv6 /64")))
+            })
+            .transpose()?;
+        let mut networks = Vec::new();
+        for n in &seed.networks {
+            let id = self.resolve_network(&n.network, "networks")?;
+            let ip = n.ip.as_deref().map(|s| parse_ipv4("networks.ip", s)).transpose()?;
+            let aliases =
+                n.alias_ips.iter().map(|s| parse_ipv4("networks.alias_ips", s)).collect::<Result<Vec<_>, _>>()?;
+            networks.push((id, ip, aliases));
+        }
+        self.insert_server(ServerSpec {
+            name: seed.name.clone(),
+            server_type: IdOrName::Name(seed.server_type.clone()),
+            image: IdOrName::Name(seed.image.clone()),
+            location: Some(IdOrName::Name(seed.location.clone())),
+            labels: seed.labels.clone(),
+            status: seed.status,
+            enable_ipv4: seed.enable_ipv4,
+            enable_ipv6: seed.enable_ipv6,
+            fixed_ipv4,
+            fixed_ipv6,
+            networks,
+            protection_delete: seed.protection_delete,
+        })
+    }
+
+    /// Seeds a batch of servers.
+    pub fn seed_server_batch(&mut self, batch: &SeedServerBatch) -> Result<Vec<u64>, ApiError> {
+        let networks =
+            batch.networks.iter().map(|n| self.resolve_network(n, "networks")).collect::<Result<Vec<_>, _>>()?;
+        let mut ids = Vec::with_capacity(usize::try_from(batch.count).unwrap_or(0));
+        for i in 0..batch.count {
+            let index = u64::from(batch.start) + u64::from(i);
+            ids.push(self.insert_server(ServerSpec {
+                name: format!("{}{index}", batch.prefix),
+                server_type: IdOrName::Name(batch.server_type.clone()),
+                image: IdOrName::Name(batch.image.clone()),
+                location: Some(IdOrName::Name(batch.location.clone())),
+                labels: batch.labels.clone(),
+                status: batch.status,
+                enable_ipv4: true,
+                enable_ipv6: true,
+                fixed_ipv4: None,
+                fixed_ipv6: None,
+                networks: networks.iter().map(|n| (*n, None, Vec::new())).collect(),
+                protection_delete: false,
+            })?);
+        }
+        Ok(ids)
+    }
+
+    /// `poweron` / `poweroff` / `shutdown`: the status changes when the action finishes.
+    pub fn server_power(&mut self, id: u64, command: &str, status: ServerStatus) -> Result<u64, ApiError> {
+        self.server_record(id)?;
+        self.ensure_unlocked(ResourceKind::Server, id)?;
+        Ok(self.start_action(command, vec![ResourceRef::server(id)], Some(Effect::ServerStatus { server: id, status })))
+    }
+
+    /// `attach_to_network`: IPs are reserved now and assigned when the action finishes.
+    pub fn attach_server(&mut self, id: u64, req: &AttachServerToNetworkRequest) -> Result<u64, ApiError> {
+        let server = self.server_record(id)?;
+        let zone = server.location.network_zone.clone();
+        let attached = server.private_net.iter().any(|n| n.network == req.network);
+        self.ensure_unlocked(ResourceKind::Server, id)?;
+        if !self.networks.contains_key(&req.network) {
+            return Err(ApiError::invalid_input("network", format!("network {} not found", req.network)));
+        }
+        if attached {
+            return Err(ApiError::new(
+                "server_already_attached",
+                format!("server {id} is already attached to network {}", req.network),
+            ));
+        }
+        let requested = req.ip.as_deref().map(|s| parse_ipv4("ip", s)).transpose()?;
+        let ip_range = req.ip_range.as_deref().map(|s| super::parse_ipv4_net("ip_range", s)).transpose()?;
+        let aliases =
+            req.alias_ips.iter().flatten().map(|s| parse_ipv4("alias_ips", s)).collect::<Result<Vec<_>, _>>()?;
+        let ip = self.pick_private_ip(req.network, &zone, requested, ip_range)?;
+        for alias in &aliases {
+            if *alias == ip {
+                return Err(ApiError::new("ip_not_available", format!("{alias} is the primary IP")));
+            }
+            self.check_private_ip(req.network, &zone, *alias, ip_range)?;
+        }
+        let action_id = self.peek_action_id();
+        if let Some(n) = self.networks.get_mut(&req.network) {
+            n.members.insert(ip, Member::Reserved(action_id));
+            for alias in &aliases {
+                n.members.insert(*alias, Member::Reserved(action_id));
+            }
+        }
+        Ok(self.start_action(
+            "attach_to_network",
+            vec![ResourceRef::server(id), ResourceRef::network(req.network)],
+            Some(Effect::ServerAttach { server: id, network: req.network, ip, alias_ips: aliases }),
+        ))
+    }
+
+    /// `detach_from_network`.
+    pub fn detach_server(&mut self, id: u64, req: &DetachFromNetworkRequest) -> Result<u64, ApiError> {
+        let server = self.server_record(id)?;
+        let attached = server.private_net.iter().any(|n| n.network == req.network);
+        self.ensure_unlocked(ResourceKind::Server, id)?;
+        if !self.networks.contains_key(&req.network) {
+            return Err(ApiError::invalid_input("network", format!("network {} not found", req.network)));
+        }
+        if !attached {
+            return Err(ApiError::new(
+                "server_not_attached_to_network",
+                format!("server {id} is not attached to network {}", req.network),
+            ));
+        }
+        Ok(self.start_action(
+            "detach_from_network",
+            vec![ResourceRef::server(id), ResourceRef::network(req.network)],
+            Some(Effect::ServerDetach { server: id, network: req.network }),
+        ))
+    }
+
+    /// `DELETE /servers/{id}`: status `deleting` until the action removes it.
+    pub fn delete_server(&mut self, id: u64) -> Result<u64, ApiError> {
+        let server = self.server_record(id)?;
+        let protected = server.protection.delete;
+        let previous = server.status;
+        self.ensure_unlocked(ResourceKind::Server, id)?;
+        if protected {
+            return Err(ApiError::protected("server", id));
+        }
+        if let Some(s) = self.servers.get_mut(&id) {
+            s.status = ServerStatus::Deleting;
+        }
+        Ok(self.start_action(
+            "delete_server",
+            vec![ResourceRef::server(id)],
+            Some(Effect::ServerDelete { server: id, previous }),
+        ))
+    }
+
+    /// Control: removes a server at once (ignores locks and protection).
+    pub fn delete_server_now(&mut self, id: u64) -> Result<(), ApiError> {
+        self.server_record(id)?;
+        self.remove_server(id);
+        Ok(())
+    }
+
+    /// Control: instant changes to a server.
+    pub fn patch_server(&mut self, id: u64, patch: &ServerPatch) -> Result<(), ApiError> {
+        self.server_record(id)?;
+        if let Some(name) = &patch.name {
+            validate_hostname(name)?;
+            if self.server_id_by_name(name).is_some_and(|other| other != id) {
+                return Err(ApiError::uniqueness("name"));
+            }
+        }
+        if let Some(labels) = &patch.labels {
+            validate_labels(labels)?;
+        }
+        if let Some(s) = self.servers.get_mut(&id) {
+            if let Some(name) = &patch.name {
+                s.name.clone_from(name);
+            }
+            if let Some(status) = patch.status {
+                s.status = status;
+            }
+            if let Some(labels) = &patch.labels {
+                s.labels.clone_from(labels);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a server and every reference to it.
+    pub(crate) fn remove_server(&mut self, id: u64) {
+        let Some(server) = self.servers.remove(&id) else {
+            return;
+        };
+        for nic in &server.private_net {
+            if let Some(n) = self.networks.get_mut(&nic.network) {
+                n.members.retain(|_, m| *m != Member::Server(id) && *m != Member::Alias(id));
+            }
+        }
+        for lb in self.load_balancers.values_mut() {
+            lb.targets.retain(|t| !matches!(t, TargetRecord::Server { id: s, .. } if *s == id));
+        }
+        if let Some(v4) = server.ipv4 {
+            self.public_ips.release_v4(v4.ip);
+        }
+        if let Some(v6) = server.ipv6 {
+            self.public_ips.release_v6(v6.net);
+        }
+    }
+
+    /// Adds a private interface and registers its IPs in the network.
+    pub(crate) fn attach_server_nic(&mut self, server: u64, nic: PrivateNic) {
+        if let Some(n) = self.networks.get_mut(&nic.network) {
+            n.members.insert(nic.ip, Member::Server(server));
+            for a in &nic.alias_ips {
+                n.members.insert(*a, Member::Alias(server));
+            }
+        }
+        if let Some(s) = self.servers.get_mut(&server) {
+            s.private_net.retain(|p| p.network != nic.network);
+            s.private_net.push(nic);
+        }
+    }
+
+    /// Removes a private interface.
+    pub(crate) fn detach_server_nic(&mut self, server: u64, network: u64) {
+        if let Some(n) = self.networks.get_mut(&network) {
+            n.members.retain(|_, m| *m != Member::Server(server) && *m != Member::Alias(server));
+        }
+        if let Some(s) = self.servers.get_mut(&server) {
+            s.private_net.retain(|p| p.network != network);
+        }
+    }
+
+    /// Load balancers that target a server (directly or by label selector).
+    fn load_balancers_of(&self, s: &ServerRecord) -> Vec<u64> {
+        self.load_balancers
+            .values()
+            .filter(|lb| {
+                lb.targets.iter().any(|t| match t {
+                    TargetRecord::Server { id, .. } => *id == s.id,
+                    TargetRecord::LabelSelector { selector, .. } => selector.matches(&s.labels),
+                    TargetRecord::Ip { .. } => false,
+                })
+            })
+            .map(|lb| lb.id)
+            .collect()
+    }
+
+    /// The server as served.
+    pub fn render_server(&self, s: &ServerRecord) -> Server {
+        let cat = catalog();
+        Server {
+            id: s.id,
+            name: s.name.clone(),
+            status: s.status,
+            created: rfc3339(s.created),
+            public_net: ServerPublicNet {
+                ipv4: s.ipv4.as_ref().map(|v| Ipv4 {
+                    id: v.id,
+                    ip: v.ip.to_string(),
+                    blocked: false,
+                    dns_ptr: v.dns_ptr.clone(),
+                }),
+                ipv6: s.ipv6.as_ref().map(|v| Ipv6 {
+                    id: v.id,
+                    ip: v.net.to_string(),
+                    blocked: false,
+                    dns_ptr: Some(Vec::new()),
+                }),
+                floating_ips: Vec::new(),
+                firewalls: Vec::new(),
+            },
+            private_net: s
+                .private_net
+                .iter()
+                .map(|n| ServerPrivateNet {
+                    network: n.network,
+                    ip: n.ip.to_string(),
+                    alias_ips: n.alias_ips.iter().map(ToString::to_string).collect(),
+                    mac_address: n.mac.clone(),
+                })
+                .collect(),
+            server_type: s.server_type.clone(),
+            location: s.location.clone(),
+            image: s.image.cloned(),
+            iso: None,
+            rescue_enabled: false,
+            locked: self.is_locked(ResourceKind::Server, s.id),
+            backup_window: None,
+            outgoing_traffic: Some(0),
+            ingoing_traffic: Some(0),
+            included_traffic: Some(cat.server_included_traffic(s.server_type, &s.location.name)),
+            protection: s.protection,
+            labels: s.labels.clone(),
+            volumes: Vec::new(),
+            load_balancers: self.load_balancers_of(s),
+            // Disk sizes are whole GB in the catalogue.
+            primary_disk_size: s.server_type.disk as u64,
+            placement_group: None,
+        }
+    }
+
+    /// A server as served.
+    pub fn server(&self, id: u64) -> Option<Server> {
+        self.servers.get(&id).map(|s| self.render_server(s))
+    }
+
+    /// `GET /servers`: one page, only that page is rendered.
+    pub fn list_servers(&self, filter: &ServerFilter, page: PageRequest) -> (Vec<Server>, Meta) {
+        let matching: Vec<&ServerRecord> = self
+            .servers
+            .values()
+            .filter(|s| filter.name.as_ref().is_none_or(|n| &s.name == n))
+            .filter(|s| filter.label_selector.as_ref().is_none_or(|sel| sel.matches(&s.labels)))
+            .filter(|s| filter.status.is_empty() || filter.status.contains(&s.status))
+            .collect();
+        let (slice, meta) = page.apply(&matching);
+        (slice.iter().map(|s| self.render_server(s)).collect(), meta)
+    }
+
+    /// The id the next action will get.
+    pub(crate) fn peek_action_id(&self) -> u64 {
+        self.ids.action
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests: the fake over real HTTP (127.0.0.1 only).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod certificates;
+mod common;
+mod load_balancers;
+mod networks;
+mod pipeline;
+mod servers;

@@ -1,0 +1,108 @@
+use hcloud_fake::control::{SeedNetwork, SeedServer};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::common::Fx;
+
+#[tokio::test]
+async fn create_list_delete() {
+    let fx = Fx::instant().await;
+    let r = fx
+        .post(
+            "/networks",
+            json!({"name": "k8s", "ip_range": "10.0.0.0/16", "labels": {"env": "dev"},
+                   "subnets": [{"type": "cloud", "ip_range": "10.0.1.0/24", "network_zone": "eu-central"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let n = &r.body["network"];
+    assert_eq!(n["id"], 20_001);
+    assert_eq!(n["subnets"][0]["gateway"], "10.0.0.1");
+    assert_eq!(n["routes"], json!([]));
+    assert_eq!(n["protection"], json!({"delete": false}));
+
+    let dup = fx.post("/networks", json!({"name": "k8s", "ip_range": "10.1.0.0/16"})).await;
+    assert_eq!(dup.status, 409);
+    assert_eq!(dup.code(), "uniqueness_error");
+    for body in [
+        json!({"name": "a", "ip_range": "8.8.0.0/16"}),
+        json!({"name": "a", "ip_range": "10.0.0.1/16"}),
+        json!({"name": "a", "ip_range": "10.0.0.0/16",
+               "subnets": [{"type": "cloud", "ip_range": "10.1.0.0/24", "network_zone": "eu-central"}]}),
+        json!({"name": "a", "ip_range": "10.0.0.0/16",
+               "subnets": [{"type": "cloud", "ip_range": "10.0.0.0/24", "network_zone": "moon"}]}),
+    ] {
+        let r = fx.post("/networks", body.clone()).await;
+        assert_eq!(r.code(), "invalid_input", "{body}");
+    }
+    fx.post("/networks", json!({"name": "other", "ip_range": "192.168.0.0/16"})).await;
+    let r = fx.get("/networks?label_selector=env%3Ddev").await;
+    assert_eq!(r.body["networks"].as_array().unwrap().len(), 1);
+    let r = fx.get("/networks?name=other").await;
+    assert_eq!(r.body["networks"][0]["ip_range"], "192.168.0.0/16");
+
+    let r = fx.delete("/networks/20001").await;
+    assert_eq!(r.status, 204);
+    assert_eq!(fx.get("/networks/20001").await.status, 404);
+
+    let mut protected = SeedNetwork::new("protected", "10.9.0.0/16");
+    protected.protection_delete = true;
+    let id = fx.h.seed_network(&protected).unwrap();
+    let r = fx.delete(&format!("/networks/{id}")).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.code(), "protected");
+}
+
+#[tokio::test]
+async fn routes_are_validated() {
+    let fx = Fx::instant().await;
+    let net = fx.h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central")).unwrap();
+    let server = fx.h.seed_server(&SeedServer::new("node-1").network(net)).unwrap();
+    let gw = fx.h.server(server).unwrap().private_net[0].ip.clone();
+    assert_eq!(gw, "10.0.0.2");
+    let path = format!("/networks/{net}/actions/add_route");
+
+    let r = fx.post(&path, json!({"destination": "10.244.0.0/24", "gateway": gw})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "add_route");
+    let n = fx.get(&format!("/networks/{net}")).await;
+    assert_eq!(n.body["network"]["routes"], json!([{"destination": "10.244.0.0/24", "gateway": "10.0.0.2"}]));
+
+    let cases = [
+        (json!({"destination": "192.168.0.0/24", "gateway": gw}), "destination"),
+        (json!({"destination": "10.244.1.0/33", "gateway": gw}), "destination"),
+        (json!({"destination": "10.244.1.1/24", "gateway": gw}), "destination"),
+        (json!({"destination": "10.0.0.0/28", "gateway": gw}), "destination"),
+        (json!({"destination": "10.244.1.0/24", "gateway": "10.0.0.99"}), "gateway"),
+        (json!({"destination": "10.244.1.0/24", "gateway": "10.0.0.1"}), "gateway"),
+        (json!({"destination": "10.244.1.0/24", "gateway": "not-an-ip"}), "gateway"),
+        (json!({"destination": "10.244.1.0/24"}), "gateway"),
+    ];
+    for (body, field) in cases {
+        let r = fx.post(&path, body.clone()).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert_eq!(r.code(), "invalid_input");
+        assert_eq!(r.body["error"]["details"]["fields"][0]["name"], field, "{body}");
+    }
+    let dup = fx.post(&path, json!({"destination": "10.244.0.0/24", "gateway": gw})).await;
+    assert_eq!(dup.status, 409);
+    assert_eq!(dup.code(), "uniqueness_error");
+
+    let del = format!("/networks/{net}/actions/delete_route");
+    let r = fx.post(&del, json!({"destination": "10.244.9.0/24", "gateway": gw})).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.code(), "not_found");
+    let r = fx.post(&del, json!({"destination": "10.244.0.0/24", "gateway": gw})).await;
+    assert_eq!(r.status, 201);
+    assert_eq!(fx.h.network(net).unwrap().routes, vec![]);
+
+    // At most 100 routes.
+    for i in 0..100 {
+        let r = fx.post(&path, json!({"destination": format!("10.244.{i}.0/24"), "gateway": gw})).await;
+        assert_eq!(r.status, 201, "route {i}: {}", r.body);
+    }
+    let r = fx.post(&path, json!({"destination": "10.245.0.0/24", "gateway": gw})).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.code(), "resource_limit_exceeded");
+    assert_eq!(fx.h.network(net).unwrap().routes.len(), 100);
+}
