@@ -1,6 +1,7 @@
 //! The HTTP core: building requests, retries, rate-limit bookkeeping, paging, action waiting.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -448,19 +449,14 @@ impl Client {
         query.push(("page", page.to_string()));
         query.push(("per_page", per_page.to_string()));
         let answer = self.send::<()>(Method::GET, target, &query, None).await?;
-        let mut raw: serde_json::Map<String, serde_json::Value> = decode(&answer.body, &Method::GET, target)?;
-        let items = match raw.remove(key) {
-            Some(v) => serde_json::from_value(v).map_err(|e| Error::Decode {
+        let mut de = serde_json::Deserializer::from_slice(&answer.body);
+        let page = serde::de::DeserializeSeed::deserialize(PageSeed::<T> { key, marker: PhantomData }, &mut de)
+            .and_then(|page| de.end().map(|()| page))
+            .map_err(|e| Error::Decode {
                 request: format!("GET {}", target.path),
                 message: format!("field `{key}`: {e}"),
-            })?,
-            None => Vec::new(),
-        };
-        let meta: Meta = match raw.remove("meta") {
-            Some(v) => serde_json::from_value(v).unwrap_or_default(),
-            None => Meta::default(),
-        };
-        Ok(Page { items, pagination: meta.pagination })
+            })?;
+        Ok(page)
     }
 
     /// Fetches every page of a list with `per_page=50`. After the first page tells how many
@@ -553,6 +549,44 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+/// Decodes a list page in one pass: the list under `key` straight into `Vec<T>`, `meta`
+/// into [`Meta`], everything else skipped (no intermediate JSON tree).
+struct PageSeed<'k, T> {
+    key: &'k str,
+    marker: PhantomData<T>,
+}
+
+impl<'de, T: DeserializeOwned> serde::de::DeserializeSeed<'de> for PageSeed<'_, T> {
+    type Value = Page<T>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Page<T>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T: DeserializeOwned> serde::de::Visitor<'de> for PageSeed<'_, T> {
+    type Value = Page<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a list response with `{}` and `meta`", self.key)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Page<T>, A::Error> {
+        let mut items = None;
+        let mut meta = Meta::default();
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if k == self.key {
+                items = Some(map.next_value::<Vec<T>>()?);
+            } else if k == "meta" {
+                meta = map.next_value::<Option<Meta>>()?.unwrap_or_default();
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(Page { items: items.unwrap_or_default(), pagination: meta.pagination })
     }
 }
 
