@@ -14,7 +14,10 @@
 //!
 //!   Bulk callers (the periodic address refresh, a burst of initializations) announce
 //!   themselves with [`Inventory::prefetch`]; if enough of their servers are stale for a list
-//!   to be cheaper than one request each, the snapshot is refreshed up front.
+//!   to be cheaper than one request each, the snapshot is refreshed up front. The announced
+//!   servers are *pinned*: the next lookup of each is answered from that bulk fetch (once,
+//!   within [`PIN_TTL`]), however long the caller takes to get to it — so a burst of 500
+//!   node initializations paced by the Kubernetes client's rate limit still costs one list.
 //! - `one`: every lookup is answered per server (`GET /servers/{id}` or `?name=`), cached per
 //!   server for the max age.
 //! - `off`: every lookup is a request.
@@ -67,6 +70,8 @@ struct Entry {
 
 #[derive(Default)]
 struct State {
+    /// Answers prefetched for announced lookups, consumed by the next lookup of each.
+    pinned: HashMap<Lookup, (Arc<Server>, Instant)>,
     snapshot: Option<Instant>,
     snapshot_pages: u32,
     generation: u64,
@@ -123,6 +128,9 @@ impl State {
     }
 }
 
+/// How long a prefetched answer waits for its lookup.
+pub const PIN_TTL: Duration = Duration::from_secs(180);
+
 /// Longest cooldown after consecutive transient failures.
 const MAX_COOLDOWN: Duration = Duration::from_secs(30);
 
@@ -166,8 +174,15 @@ impl Inventory {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The server, or `None` if it does not exist (as of data at most `max_age` old).
+    /// The server, or `None` if it does not exist (as of data at most `max_age` old, or
+    /// pinned by a [`Inventory::prefetch`] of this lookup at most [`PIN_TTL`] ago).
     pub async fn get(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
+        if let Some((server, pinned)) = self.lock().pinned.remove(lookup)
+            && pinned.elapsed() <= PIN_TTL
+        {
+            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(server));
+        }
         match self.mode {
             CacheMode::Off => {
                 self.stats.misses.fetch_add(1, Ordering::Relaxed);
@@ -215,26 +230,40 @@ impl Inventory {
     }
 
     /// Announces lookups of all `lookups` within `max_age`. In mode `all`, refreshes the
-    /// snapshot now if that is cheaper than refreshing the stale ones one by one.
+    /// snapshot now if that is cheaper than refreshing the stale ones one by one, and pins
+    /// the answers so the announced lookups are served from it.
     pub async fn prefetch(&self, lookups: &[Lookup], max_age: Duration) {
         if self.mode != CacheMode::All || lookups.is_empty() {
             return;
         }
         let (stale, pages, generation) = {
-            let s = self.lock();
-            if s.snapshot_fresh(max_age) {
-                // Fresh snapshot: known servers are fresh, unknown ones are absent.
-                return;
-            }
-            let stale = lookups.iter().filter(|l| s.find(l).is_none_or(|e| e.fetched.elapsed() > max_age)).count();
+            let mut s = self.lock();
+            s.pinned.retain(|_, (_, at)| at.elapsed() <= PIN_TTL);
+            let fresh = s.snapshot_fresh(max_age);
+            let stale = lookups
+                .iter()
+                .filter(|l| !s.pinned.contains_key(*l))
+                .filter(|l| s.find(l).is_none_or(|e| e.fetched.elapsed() > max_age))
+                .filter(|l| !(fresh && s.find(l).is_none()))
+                .count();
             (stale, s.snapshot_pages.max(1) as usize, s.generation)
         };
-        if stale == 0 || stale < pages {
-            return;
+        if stale > 0 && stale >= pages {
+            debug!(stale, pages, "prefetch: refreshing the server snapshot");
+            if let Err(e) = self.refresh_snapshot(generation).await {
+                warn!(error = %e, "prefetch of the server list failed; lookups will retry");
+                return;
+            }
         }
-        debug!(stale, pages, "prefetch: refreshing the server snapshot");
-        if let Err(e) = self.refresh_snapshot(generation).await {
-            warn!(error = %e, "prefetch of the server list failed; lookups will retry");
+        let now = Instant::now();
+        let mut s = self.lock();
+        let pins: Vec<(Lookup, Arc<Server>)> = lookups
+            .iter()
+            .filter(|l| !s.pinned.contains_key(*l))
+            .filter_map(|l| s.find(l).filter(|e| e.fetched.elapsed() <= max_age).map(|e| (l.clone(), e.server.clone())))
+            .collect();
+        for (lookup, server) in pins {
+            s.pinned.insert(lookup, (server, now));
         }
     }
 

@@ -346,10 +346,14 @@ impl<C: Cloud> Inner<C> {
         info!(node = %name, "initializing node with cloud provider");
         let kube_err = |action| move |source| SyncError::Kube { action, node: name.to_owned(), source };
 
+        // Addresses first; the spec write below continues from the object this returns, so it
+        // does not conflict with our own status write.
+        let mut node = node;
         if let Some(addresses) = &plan.addresses {
             match node_writes::patch_addresses(&self.api, name, addresses).await {
+                Ok(patched) => node = Arc::new(patched),
                 Err(e) if is_not_found(&e) => return Ok(()),
-                r => r.map(|_| ()).map_err(kube_err("write addresses of"))?,
+                Err(e) => return Err(kube_err("write addresses of")(e)),
             }
         }
 

@@ -1,0 +1,202 @@
+//! Benchmark (not a test): hcloud-ccm with many nodes against a real kube-apiserver and the
+//! Hetzner fake.
+//!
+//! Measures:
+//! 1. time from registering N nodes at once (like N kubelets) until all are initialized, and
+//!    the Hetzner API requests that took (from the CCM's start, including its start-up checks);
+//! 2. steady state: Hetzner requests caused by the periodic address refresh and by lifecycle
+//!    monitoring, observed over a window and extrapolated to an hour at the default periods;
+//! 3. resident memory of the hcloud-ccm process.
+//!
+//! Run: `cargo bench -p hcloud-ccm --bench node_scale`
+//! Knobs (env): BENCH_NODES (default 500), BENCH_CCM_ARGS (extra flags, e.g.
+//! "--kube-api-qps=100 --kube-api-burst=200"), BENCH_WINDOW_SECS (default 60).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use hcloud_fake::control::{SeedNetwork, SeedServer};
+use hcloud_fake::{FakeConfig, FakeServer};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
+use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready, set_ready};
+
+const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
+
+fn env_or(key: &str, default: u64) -> u64 {
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+async fn initialized_count(nodes: &Api<Node>) -> usize {
+    nodes
+        .list(&ListParams::default())
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .filter(|n| {
+                    let spec = n.spec.as_ref();
+                    spec.and_then(|s| s.provider_id.as_ref()).is_some()
+                        && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|t| {
+                            t.iter().any(|t| t.key == "node.cloudprovider.kubernetes.io/uninitialized")
+                        })
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn print_counts(label: &str, fake: &FakeServer) {
+    let counts = fake.handle().request_counts();
+    println!("  {label}: {} Hetzner API requests", counts.total);
+    for (endpoint, n) in &counts.by_endpoint {
+        println!("    {n:>6}  {endpoint}");
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n = env_or("BENCH_NODES", 500) as usize;
+    let window = Duration::from_secs(env_or("BENCH_WINDOW_SECS", 60));
+    let extra: Vec<String> =
+        std::env::var("BENCH_CCM_ARGS").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    println!("node_scale: {n} nodes, extra flags {extra:?}");
+
+    let cp = ControlPlane::start().await.expect("control plane");
+    let client = cp.admin_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(client.clone());
+
+    // A project with N servers in one private network; the fake's action delay stays at its
+    // default (nothing in node initialization waits for actions).
+    let fake = FakeServer::start(FakeConfig::default().with_rate_limit(1_000_000, 1000.0)).await.expect("fake");
+    let h = fake.handle();
+    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/16", "eu-central")).expect("net");
+    for i in 0..n {
+        h.seed_server(&SeedServer::new(&format!("node-{i:04}")).network(net)).expect("server");
+    }
+
+    let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
+    let endpoint = fake.base_url();
+    let start_ccm = |flags: &[String]| {
+        let mut args: Vec<&str> =
+            vec!["--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=false", &kubeconfig];
+        args.extend(flags.iter().map(String::as_str));
+        ChildProcess::spawn(
+            std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")),
+            &args,
+            &[("HCLOUD_TOKEN", TOKEN), ("HCLOUD_ENDPOINT", &endpoint), ("HCLOUD_NETWORK", "k8s"), ("RUST_LOG", "warn")],
+            "hcloud-ccm",
+        )
+        .expect("ccm")
+    };
+    // Started = the start-up checks (token, network) are done.
+    let wait_started = async |ccm: &ChildProcess, networks_before: u64| {
+        let t = Instant::now();
+        while h.request_count("GET /v1/networks") == networks_before {
+            assert!(t.elapsed() < Duration::from_secs(60), "ccm did not start:\n{}", ccm.logs());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+
+    // Phase 1: the CCM with default flags (plus BENCH_CCM_ARGS).
+    let ccm = start_ccm(&extra);
+    wait_started(&ccm, 0).await;
+    let rss_idle = rss_kib(ccm.pid());
+
+    // 1. N kubelets register at once.
+    let started = Instant::now();
+    futures::stream::iter(0..n)
+        .for_each_concurrent(32, |i| {
+            let client = client.clone();
+            async move {
+                NodeBuilder::new(format!("node-{i:04}"))
+                    .kubelet_hostname_address(true)
+                    .register(&client)
+                    .await
+                    .expect("register");
+            }
+        })
+        .await;
+    let registered = started.elapsed();
+    loop {
+        let done = initialized_count(&nodes).await;
+        if done == n {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(900), "only {done}/{n} initialized:\n{}", ccm.logs());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let init = started.elapsed();
+    let rss_after_init = rss_kib(ccm.pid());
+    println!("\n1. initialization");
+    println!(
+        "  {n} nodes registered in {:.1} s; all initialized {:.1} s after the first registration",
+        registered.as_secs_f64(),
+        init.as_secs_f64()
+    );
+    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake);
+
+    ccm.stop().await.expect("stop");
+
+    // Phase 2: steady state. The refresh runs every `refresh` here so a window sees a few
+    // passes; the per-hour figure is extrapolated to the default 5m.
+    let refresh = Duration::from_secs(20);
+    let mut flags = extra.clone();
+    flags.push(format!("--node-status-update-frequency={}s", refresh.as_secs()));
+    let networks_before = h.request_count("GET /v1/networks");
+    let ccm = start_ccm(&flags);
+    wait_started(&ccm, networks_before).await;
+    // Let the first refresh pass (run at start) finish before counting.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // 2a. All nodes Ready: only the periodic address refresh talks to Hetzner.
+    h.reset_requests();
+    tokio::time::sleep(window).await;
+    let passes = window.as_secs_f64() / refresh.as_secs_f64();
+    let refresh_requests = h.request_counts().total;
+    let per_pass = refresh_requests as f64 / passes;
+    println!(
+        "\n2a. steady state, all {n} nodes Ready, refresh every {}s, window {}s",
+        refresh.as_secs(),
+        window.as_secs()
+    );
+    print_counts("in the window", &fake);
+    println!(
+        "  ≈ {per_pass:.1} requests per refresh pass ⇒ {:.0} requests/hour at the default 5m refresh (+0 from lifecycle: Ready nodes cost nothing)",
+        per_pass * 12.0
+    );
+
+    // 2b. Ten nodes NotReady (servers still running): lifecycle checks them every 5 s.
+    let not_ready = 10.min(n);
+    for i in 0..not_ready {
+        set_ready(&client, &format!("node-{i:04}"), Ready::False).await.expect("not ready");
+    }
+    h.reset_requests();
+    tokio::time::sleep(window).await;
+    let total = h.request_counts().total as f64;
+    let lifecycle_per_hour = (total - per_pass * passes).max(0.0) * 3600.0 / window.as_secs_f64();
+    println!("\n2b. {not_ready} nodes NotReady (servers running), window {}s", window.as_secs());
+    print_counts("in the window", &fake);
+    println!("  ≈ {lifecycle_per_hour:.0} requests/hour from lifecycle monitoring of {not_ready} NotReady nodes");
+
+    let rss_end = rss_kib(ccm.pid());
+    println!(
+        "\n3. hcloud-ccm resident memory: {:.1} MiB idle, {:.1} MiB after initializing {n} nodes, {:.1} MiB at the end",
+        rss_idle as f64 / 1024.0,
+        rss_after_init as f64 / 1024.0,
+        rss_end as f64 / 1024.0
+    );
+    assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
+    ccm.stop().await.expect("stop");
+}

@@ -1,0 +1,224 @@
+//! The shared server inventory and HcloudInstances against the Hetzner fake: how many API
+//! requests each lookup pattern costs, and that answers stay correct.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_provider::{InstancesV2, LookupPurpose};
+use hcloud_api::models::ServerId;
+use hcloud_api::{Client, RetryPolicy, SecretString};
+use hcloud_fake::control::{SeedNetwork, SeedServer, SeedServerBatch};
+use hcloud_fake::faults::FaultRule;
+use hcloud_fake::wire::ServerStatus;
+use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
+use hcloud_provider::config::{AddressFamily, CacheMode};
+use hcloud_provider::{HcloudInstances, Inventory, Lookup};
+use k8s_openapi::api::core::v1::{Node, NodeSpec};
+
+const LONG: Duration = Duration::from_secs(3600);
+
+async fn fake() -> (FakeServer, FakeHandle, Client) {
+    let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
+    let client = Client::builder(SecretString::from("t".repeat(64)))
+        .endpoint(fake.base_url())
+        .retry_policy(RetryPolicy {
+            max_retries: 0,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        })
+        .build()
+        .expect("client");
+    let h = fake.handle();
+    (fake, h, client)
+}
+
+fn lists(h: &FakeHandle) -> u64 {
+    h.request_count("GET /v1/servers")
+}
+
+fn gets(h: &FakeHandle) -> u64 {
+    h.request_count("GET /v1/servers/{id}")
+}
+
+fn node(name: &str, provider_id: Option<&str>) -> Node {
+    let mut n = Node::default();
+    n.metadata.name = Some(name.to_owned());
+    n.spec = Some(NodeSpec { provider_id: provider_id.map(str::to_owned), ..Default::default() });
+    n
+}
+
+#[tokio::test]
+async fn concurrent_lookups_of_unknown_servers_share_one_list() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Arc::new(Inventory::new(client, CacheMode::All));
+    let lookups = (1..=120).map(|i| {
+        let inv = inv.clone();
+        async move { inv.get(&Lookup::Name(format!("n{i}")), LONG).await }
+    });
+    let found = futures::future::join_all(lookups).await;
+    assert!(found.iter().all(|r| matches!(r, Ok(Some(_)))), "every server found");
+    assert_eq!(lists(&h), 3, "one paginated list (3 pages of 50) served 120 concurrent lookups");
+    assert_eq!(inv.stats().lists.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
+async fn a_missing_server_does_not_cause_a_relist_storm() {
+    let (_f, h, client) = fake().await;
+    h.seed_server(&SeedServer::new("present")).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    for _ in 0..50 {
+        assert!(inv.get(&Lookup::Name("ghost".into()), LONG).await.expect("lookup").is_none());
+    }
+    assert_eq!(lists(&h), 1, "the fresh snapshot answers 'absent' without new lists");
+    // Once the snapshot is older than the caller's max age, one new list (not one per lookup).
+    tokio::time::sleep(Duration::from_millis(60)).await; // let the snapshot age past 50 ms
+    for _ in 0..20 {
+        assert!(inv.get(&Lookup::Name("ghost".into()), Duration::from_millis(50)).await.expect("lookup").is_none());
+    }
+    assert_eq!(lists(&h), 2);
+}
+
+#[tokio::test]
+async fn a_stale_known_server_is_refreshed_alone() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 60)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let first = inv.get(&Lookup::Name("n7".into()), LONG).await.expect("lookup").expect("found");
+    assert_eq!(lists(&h), 2, "cold cache: one list of two pages");
+    tokio::time::sleep(Duration::from_millis(60)).await; // let the entry age past 50 ms
+    h.set_server_status(first.id.0 as u64, ServerStatus::Off).expect("status");
+    let again = inv.get(&Lookup::Id(first.id), Duration::from_millis(50)).await.expect("lookup").expect("found");
+    assert_eq!(again.status, hcloud_api::models::ServerStatus::Off, "the fresh answer");
+    assert_eq!((lists(&h), gets(&h)), (2, 1), "one GET /servers/{{id}}, no list");
+}
+
+#[tokio::test]
+async fn prefetch_lists_once_and_pins_answers_for_slow_callers() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let all: Vec<Lookup> = (1..=120).map(|i| Lookup::Name(format!("n{i}"))).collect();
+    let max_age = Duration::from_millis(50);
+    inv.prefetch(&all, max_age).await;
+    assert_eq!(lists(&h), 3);
+    tokio::time::sleep(Duration::from_millis(80)).await; // the snapshot is now older than max_age
+    // A second announcement of the same burst finds everything pinned: no new list.
+    inv.prefetch(&all, max_age).await;
+    for l in &all {
+        assert!(inv.get(l, max_age).await.expect("lookup").is_some(), "{l:?} answered from its pin");
+    }
+    assert_eq!((lists(&h), gets(&h)), (3, 0), "120 slow lookups after one list cost nothing more");
+    // Pins are used once: the next lookup of a known, stale server is a single GET.
+    assert!(inv.get(&all[0], max_age).await.expect("lookup").is_some());
+    assert_eq!((lists(&h), gets(&h)), (3, 1), "one GET for the unpinned lookup");
+}
+
+#[tokio::test]
+async fn prefetch_of_few_stale_servers_does_not_list() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    inv.prefetch(&[Lookup::Name("n1".into())], LONG).await;
+    assert_eq!(lists(&h), 3, "cold cache: listing is the only way to learn");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    inv.prefetch(&[Lookup::Name("n2".into()), Lookup::Name("n3".into())], Duration::from_millis(50)).await;
+    assert_eq!(lists(&h), 3, "two stale servers are cheaper one by one than a 3-page list");
+}
+
+#[tokio::test]
+async fn mode_one_and_off() {
+    let (_f, h, client) = fake().await;
+    let id = ServerId(h.seed_server(&SeedServer::new("s")).expect("seed") as i64);
+    let one = Inventory::new(client.clone(), CacheMode::One);
+    for _ in 0..5 {
+        assert!(one.get(&Lookup::Id(id), LONG).await.expect("lookup").is_some());
+    }
+    assert_eq!((lists(&h), gets(&h)), (0, 1), "mode one: one GET, then cached");
+    let off = Inventory::new(client, CacheMode::Off);
+    for _ in 0..5 {
+        assert!(off.get(&Lookup::Id(id), LONG).await.expect("lookup").is_some());
+    }
+    assert_eq!((lists(&h), gets(&h)), (0, 6), "mode off: every lookup is a request");
+}
+
+#[tokio::test]
+async fn transient_failures_start_a_cooldown() {
+    let (_f, h, client) = fake().await;
+    h.seed_server(&SeedServer::new("s")).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    h.inject_fault(FaultRule::error(Some("GET"), "/servers", 503, "unavailable").times(1));
+    let err = inv.get(&Lookup::Name("s".into()), LONG).await.expect_err("outage");
+    assert!(err.is_transient());
+    let err = inv.get(&Lookup::Name("s".into()), LONG).await.expect_err("cooling down");
+    assert!(err.to_string().contains("not sent"), "{err}");
+    assert_eq!(lists(&h), 1, "no request during the cooldown");
+    // The first cooldown is one second; then the API is asked again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match inv.get(&Lookup::Name("s".into()), LONG).await {
+            Ok(found) => {
+                assert!(found.is_some());
+                break;
+            }
+            Err(e) => {
+                assert!(std::time::Instant::now() < deadline, "still failing: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    assert_eq!(lists(&h), 2);
+}
+
+fn instances(inv: Arc<Inventory>, network: Option<hcloud_api::models::NetworkId>) -> HcloudInstances {
+    HcloudInstances::new(inv, network, AddressFamily::Ipv4, true, Duration::from_secs(10), Duration::from_secs(60))
+}
+
+#[tokio::test]
+async fn instance_exists_confirms_absence_with_a_direct_lookup() {
+    let (_f, h, client) = fake().await;
+    let id = h.seed_server(&SeedServer::new("w1")).expect("seed");
+    let inv = Arc::new(Inventory::new(client, CacheMode::All));
+    let i = instances(inv, None);
+    let n = node("w1", Some(&format!("hcloud://{id}")));
+    assert!(i.instance_exists(&n).await.expect("exists"));
+    h.delete_server(id).expect("delete");
+    // The cached snapshot still has the server: exists stays true until the data ages.
+    assert!(i.instance_exists(&n).await.expect("cached"));
+    // A node whose server is unknown to the snapshot is confirmed gone by GET /servers/{id}.
+    let ghost = node("w2", Some("hcloud://99999999"));
+    let before = gets(&h);
+    assert!(!i.instance_exists(&ghost).await.expect("confirmed gone"));
+    assert_eq!(gets(&h), before + 1, "absence confirmed by a direct lookup");
+    // An API error is never "gone".
+    h.inject_fault(FaultRule::error(Some("GET"), "/servers/{id}", 500, "server_error").times(1));
+    assert!(i.instance_exists(&node("w3", Some("hcloud://88888888"))).await.is_err());
+}
+
+#[tokio::test]
+async fn metadata_shutdown_and_clear_errors() {
+    let (_f, h, client) = fake().await;
+    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central")).expect("net");
+    let id = h
+        .seed_server(&SeedServer::new("m1").server_type("cax11").location("hel1").network_ip(net, "10.0.0.5"))
+        .expect("seed");
+    let inv = Arc::new(Inventory::new(client, CacheMode::All));
+    let i = instances(inv, Some(hcloud_api::models::NetworkId(net as i64)));
+    let md = i.instance_metadata(&node("m1", None)).await.expect("metadata").expect("some");
+    assert_eq!(md.provider_id, format!("hcloud://{id}"));
+    assert_eq!((md.instance_type.as_str(), md.region.as_str(), md.zone.as_str()), ("cax11", "hel1", "hel1-dc2"));
+    assert!(
+        md.node_addresses.iter().any(|a| a.address == "10.0.0.5" && a.kind == cloud_provider::AddressType::InternalIp)
+    );
+    assert!(!i.instance_shutdown(&node("m1", None)).await.expect("running"));
+
+    let err = i.instance_metadata(&node("nope", None)).await.expect_err("no server");
+    assert_eq!(err.reason(), "ServerNotFound");
+    assert!(err.to_string().contains("no server named \"nope\""), "{err}");
+    let err = i.instance_metadata(&node("r", Some("hrobot://1"))).await.expect_err("robot");
+    assert_eq!(err.reason(), "RobotNotSupported");
+
+    // Prefetch for the lifecycle uses the lifecycle max age.
+    i.prefetch(&[Arc::new(node("m1", None))], LookupPurpose::Lifecycle).await;
+    assert_eq!(lists(&h), 1, "fresh snapshot: nothing to prefetch");
+}

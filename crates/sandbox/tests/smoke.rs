@@ -1,0 +1,29 @@
+//! The README's run command works: the sandbox starts everything, the CCM initializes every
+//! node, and it shuts down cleanly.
+
+use std::time::Duration;
+
+use test_harness::ChildProcess;
+
+#[tokio::test]
+async fn sandbox_initializes_its_nodes_and_stops_cleanly() {
+    let ccm = std::path::Path::new(env!("CARGO_BIN_EXE_sandbox")).with_file_name("hcloud-ccm");
+    let ccm_arg = format!("--hcloud-ccm={}", ccm.display());
+    let mut args = vec!["--servers=2", "--exit-when-ready"];
+    if ccm.exists() {
+        args.push(&ccm_arg);
+    }
+    let sandbox = ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_sandbox")), &args, &[], "sandbox")
+        .expect("sandbox spawns");
+    let status = sandbox.wait_exit(Duration::from_secs(600)).await.expect("sandbox exits");
+    let out = sandbox.logs();
+    assert_eq!(status.code(), Some(0), "{out}");
+    for needle in
+        ["hcloud-ccm sandbox is up", "export KUBECONFIG=", "get nodes -o wide", "all 2 nodes initialized", "stopped"]
+    {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    assert!(out.contains("[node node-1] initialized; providerID=hcloud://"), "{out}");
+    assert!(out.contains("type=cpx22 region=fsn1 zone=fsn1-dc14"), "{out}");
+    assert!(out.contains("InternalIP=10.0.0."), "{out}");
+}
