@@ -49,7 +49,12 @@ async fn node_for_an_existing_server_is_initialized_with_labels_addresses_and_ev
     assert_eq!(event.message, "Node synced successfully");
     // One server list served the initialization (plus the start-up checks).
     assert!(h.request_count("GET /v1/servers") <= 1, "{:?}", h.request_counts());
-    drop(ccm);
+
+    // SIGTERM drains the controllers and exits cleanly.
+    let status = ccm.stop().await.expect("stops");
+    assert_eq!(status.code(), Some(0), "{}", ccm.logs());
+    let logs = ccm.logs();
+    assert!(logs.contains("received SIGTERM") && logs.contains("stopped"), "{logs}");
 }
 
 #[tokio::test]

@@ -253,9 +253,12 @@ impl<C: Cloud> Inner<C> {
         while let Some(name) = self.queue.get().await {
             debug!(node = %name, "syncing node");
             match self.sync_node(&name).await {
-                Ok(()) => {
+                Ok(provider_answered) => {
                     self.queue.forget(&name);
-                    self.retry_transient_failures(&name);
+                    self.transient_set().remove(&name);
+                    if provider_answered {
+                        self.retry_transient_failures();
+                    }
                 }
                 Err(e) => {
                     if e.is_transient() {
@@ -285,13 +288,9 @@ impl<C: Cloud> Inner<C> {
         self.transient.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// After a successful sync, retries every node that failed transiently, now.
-    fn retry_transient_failures(&self, succeeded: &str) {
-        let waiting: Vec<String> = {
-            let mut set = self.transient_set();
-            set.remove(succeeded);
-            std::mem::take(&mut *set).into_iter().collect()
-        };
+    /// After the provider answered again, retries every node that failed transiently, now.
+    fn retry_transient_failures(&self) {
+        let waiting: Vec<String> = std::mem::take(&mut *self.transient_set()).into_iter().collect();
         if !waiting.is_empty() {
             info!(nodes = waiting.len(), "cloud provider answers again; retrying nodes that failed during the outage");
             for name in waiting {
@@ -315,9 +314,9 @@ impl<C: Cloud> Inner<C> {
         }
     }
 
-    /// Upstream `syncNode`.
-    async fn sync_node(&self, name: &str) -> Result<(), SyncError> {
-        let Some(node) = self.store.get(&ObjectRef::new(name)) else { return Ok(()) };
+    /// Upstream `syncNode`. `Ok(true)` if the provider was asked and answered.
+    async fn sync_node(&self, name: &str) -> Result<bool, SyncError> {
+        let Some(node) = self.store.get(&ObjectRef::new(name)) else { return Ok(false) };
         if is_uninitialized(&node)
             && let Some(v2) = self.cloud.instances_v2()
         {
@@ -335,11 +334,11 @@ impl<C: Cloud> Inner<C> {
                             SyncError::Kube { action: "reconcile labels of", node: name.to_owned(), source }
                         })?;
                     }
-                    return Ok(());
+                    return Ok(false);
                 }
                 SyncPlan::Skip => {
                     info!(node = %name, "skip sync node because cloud provided nil metadata");
-                    return Ok(());
+                    return Ok(true);
                 }
                 SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
             };
@@ -352,7 +351,7 @@ impl<C: Cloud> Inner<C> {
         if let Some(addresses) = &plan.addresses {
             match node_writes::patch_addresses(&self.api, name, addresses).await {
                 Ok(patched) => node = Arc::new(patched),
-                Err(e) if is_not_found(&e) => return Ok(()),
+                Err(e) if is_not_found(&e) => return Ok(true),
                 Err(e) => return Err(kube_err("write addresses of")(e)),
             }
         }
@@ -388,13 +387,13 @@ impl<C: Cloud> Inner<C> {
         .await;
         match result {
             Ok(true) => {}
-            Ok(false) => return Ok(()),
-            Err(e) if is_not_found(&e) => return Ok(()),
+            Ok(false) => return Ok(true),
+            Err(e) if is_not_found(&e) => return Ok(true),
             Err(e) => return Err(kube_err("initialize")(e)),
         }
         info!(node = %name, provider_id = %metadata.provider_id, "successfully initialized node with cloud provider");
         self.events.normal(&node_ref(&node), "Synced", "Node synced successfully".to_owned()).await;
-        Ok(())
+        Ok(true)
     }
 
     /// Upstream `UpdateNodeStatus`, every `status_update_frequency` (sliding).
