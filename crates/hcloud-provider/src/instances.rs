@@ -168,16 +168,12 @@ impl HcloudInstances {
 impl InstancesV2 for HcloudInstances {
     /// `false` only when a direct lookup confirms the server is gone; any doubt is an error.
     async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
-        let (lookup, server) = self.server(node, self.lifecycle_max_age).await?;
-        if server.is_some() {
-            return Ok(true);
-        }
-        // Never delete a node on cached data: confirm with the API.
+        let lookup = Self::lookup_for(node)?;
         let what =
-            format!("confirming the server of node {} is gone", node.metadata.name.as_deref().unwrap_or_default());
-        let confirmed = self.inventory.confirm(&lookup).await.map_err(|e| api_error(&what, e))?;
-        debug!(?lookup, exists = confirmed.is_some(), "confirmed server existence");
-        Ok(confirmed.is_some())
+            format!("checking whether the server of node {} exists", node.metadata.name.as_deref().unwrap_or_default());
+        let exists = self.inventory.exists(&lookup, self.lifecycle_max_age).await.map_err(|e| api_error(&what, e))?;
+        debug!(?lookup, exists, "server existence");
+        Ok(exists)
     }
 
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {

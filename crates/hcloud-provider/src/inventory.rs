@@ -141,6 +141,15 @@ struct Health {
     last_error: String,
 }
 
+/// Where an answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Cached data, a pin, or a list.
+    Cached,
+    /// A single-server request made for this lookup.
+    Direct,
+}
+
 /// The shared server inventory.
 pub struct Inventory {
     client: Client,
@@ -177,56 +186,66 @@ impl Inventory {
     /// The server, or `None` if it does not exist (as of data at most `max_age` old, or
     /// pinned by a [`Inventory::prefetch`] of this lookup at most [`PIN_TTL`] ago).
     pub async fn get(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
+        Ok(self.answer(lookup, max_age).await?.0)
+    }
+
+    /// Whether the server exists. `false` only on a direct lookup's answer: an absence seen
+    /// in cached data or a list is confirmed with `GET /servers/{id}` (or `?name=`) first, so
+    /// nothing destructive ever happens on stale data.
+    pub async fn exists(&self, lookup: &Lookup, max_age: Duration) -> Result<bool, Error> {
+        match self.answer(lookup, max_age).await? {
+            (Some(_), _) => Ok(true),
+            (None, Source::Direct) => Ok(false),
+            (None, Source::Cached) => Ok(self.fetch_single_and_store(lookup).await?.is_some()),
+        }
+    }
+
+    /// The answer and whether it came from a direct single-server lookup just now.
+    async fn answer(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
         if let Some((server, pinned)) = self.lock().pinned.remove(lookup)
             && pinned.elapsed() <= PIN_TTL
         {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Some(server));
+            return Ok((Some(server), Source::Cached));
         }
         match self.mode {
             CacheMode::Off => {
                 self.stats.misses.fetch_add(1, Ordering::Relaxed);
-                Ok(self.single(lookup).await?.map(Arc::new))
+                Ok((self.single(lookup).await?.map(Arc::new), Source::Direct))
             }
             CacheMode::One => {
                 if let Some(e) = self.lock().find(lookup).filter(|e| e.fetched.elapsed() <= max_age) {
                     self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Some(e.server.clone()));
+                    return Ok((Some(e.server.clone()), Source::Cached));
                 }
                 self.stats.misses.fetch_add(1, Ordering::Relaxed);
-                self.fetch_single_and_store(lookup).await
+                Ok((self.fetch_single_and_store(lookup).await?, Source::Direct))
             }
             CacheMode::All => self.get_all_mode(lookup, max_age).await,
         }
     }
 
-    async fn get_all_mode(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
+    async fn get_all_mode(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
         let (known, generation) = {
             let s = self.lock();
             let entry = s.find(lookup);
             if let Some(e) = entry.filter(|e| e.fetched.elapsed() <= max_age) {
                 self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Some(e.server.clone()));
+                return Ok((Some(e.server.clone()), Source::Cached));
             }
             if entry.is_none() && s.snapshot_fresh(max_age) {
                 self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(None);
+                return Ok((None, Source::Cached));
             }
             (entry.is_some(), s.generation)
         };
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
         if known {
-            return self.fetch_single_and_store(lookup).await;
+            return Ok((self.fetch_single_and_store(lookup).await?, Source::Direct));
         }
         self.refresh_snapshot(generation).await?;
         // Answer from the snapshot just taken (or the one a concurrent refresh took).
-        Ok(self.lock().find(lookup).map(|e| e.server.clone()))
-    }
-
-    /// Looks the server up directly, bypassing the cache, and stores the answer. Used to
-    /// confirm a server is really gone before anything destructive happens.
-    pub async fn confirm(&self, lookup: &Lookup) -> Result<Option<Arc<Server>>, Error> {
-        self.fetch_single_and_store(lookup).await
+        Ok((self.lock().find(lookup).map(|e| e.server.clone()), Source::Cached))
     }
 
     /// Announces lookups of all `lookups` within `max_age`. In mode `all`, refreshes the

@@ -227,3 +227,25 @@ async fn metadata_shutdown_and_clear_errors() {
     i.prefetch(&[Arc::new(node("m1", None))], LookupPurpose::Lifecycle).await;
     assert_eq!(lists(&h), 1, "fresh snapshot: nothing to prefetch");
 }
+
+#[tokio::test]
+async fn absence_is_confirmed_once_and_only_when_it_came_from_cached_data() {
+    let (_f, h, client) = fake().await;
+    h.seed_server(&SeedServer::new("present")).expect("seed");
+    let ghost = Lookup::Id(ServerId(77777777));
+    for mode in [CacheMode::Off, CacheMode::One] {
+        let inv = Inventory::new(client.clone(), mode);
+        let before = gets(&h);
+        assert!(!inv.exists(&ghost, LONG).await.expect("answer"));
+        assert_eq!(gets(&h), before + 1, "{mode:?}: the direct lookup is the confirmation");
+    }
+    let all = Inventory::new(client, CacheMode::All);
+    assert!(all.exists(&Lookup::Name("present".into()), LONG).await.expect("answer"));
+    let (lists_before, gets_before) = (lists(&h), gets(&h));
+    assert!(!all.exists(&ghost, LONG).await.expect("answer"));
+    assert_eq!(
+        (lists(&h), gets(&h)),
+        (lists_before, gets_before + 1),
+        "all: absent from the snapshot, confirmed by one GET"
+    );
+}
