@@ -179,7 +179,13 @@ pub struct CloudNodeController<C: Cloud> {
 /// How often one node that failed transiently is retried early to detect recovery.
 const RECOVERY_PROBE_INTERVAL: Duration = Duration::from_secs(30);
 
+/// How often the node controller announces a burst of uninitialized nodes to the provider.
+const BURST_PREFETCH_INTERVAL: Duration = Duration::from_secs(1);
+
 struct Inner<C: Cloud> {
+    /// When the last burst prefetch ran (announcing every pending node on every sync would
+    /// make a burst of n nodes cost O(n²)).
+    last_burst_prefetch: std::sync::Mutex<Option<tokio::time::Instant>>,
     /// Nodes whose last sync failed transiently (e.g. a Hetzner outage). Their backoff keeps
     /// client-go's semantics, but as soon as one of them (or any node) syncs successfully
     /// again, all of them are retried at once, so an outage ends for every node together.
@@ -212,6 +218,7 @@ impl<C: Cloud> CloudNodeController<C> {
         });
         CloudNodeController {
             inner: Arc::new(Inner {
+                last_burst_prefetch: Default::default(),
                 transient: Default::default(),
                 api: Api::all(client.clone()),
                 cloud,
@@ -283,6 +290,18 @@ impl<C: Cloud> Inner<C> {
         }
     }
 
+    /// True (and records now) if no burst prefetch ran within [`BURST_PREFETCH_INTERVAL`].
+    fn burst_prefetch_due(&self) -> bool {
+        // A timestamp only; a poisoned lock still holds a valid one.
+        let mut last = self.last_burst_prefetch.lock().unwrap_or_else(|e| e.into_inner());
+        let now = tokio::time::Instant::now();
+        if last.is_some_and(|t| now.duration_since(t) < BURST_PREFETCH_INTERVAL) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
     fn transient_set(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
         // Inserts and removes only; a poisoned set is still a valid set.
         self.transient.lock().unwrap_or_else(|e| e.into_inner())
@@ -319,6 +338,7 @@ impl<C: Cloud> Inner<C> {
         let Some(node) = self.store.get(&ObjectRef::new(name)) else { return Ok(false) };
         if is_uninitialized(&node)
             && let Some(v2) = self.cloud.instances_v2()
+            && self.burst_prefetch_due()
         {
             // A burst of new nodes: let the provider fetch them in bulk instead of one by one.
             let pending: Vec<Arc<Node>> = self.store.state().into_iter().filter(|n| is_uninitialized(n)).collect();
