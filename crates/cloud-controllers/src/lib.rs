@@ -1,31 +1,27 @@
 //! Generic cloud-controller-manager controllers with `k8s.io/cloud-provider`'s semantics,
-//! driven by any provider implementing the `cloud-provider` traits.
+//! driven by any provider implementing the `cloud-provider` traits, running on the
+//! `controller-runtime` crate's informers, workqueue and reconcile loop.
 //!
 //! ```text
-//!   kube-apiserver ──watch──► Informer<Node> (one shared cache) ──► handlers enqueue
-//!                                 │                                    │
+//!   kube-apiserver ──watch──► Informer<Node> (one shared cache, controller-runtime)
+//!                                 │                                    │ handlers enqueue
 //!                                 │ Store (read by every controller)   ▼
-//!                                 │                          WorkQueue (client-go semantics:
-//!                                 │                           dedup, per-key backoff 5ms→1000s)
-//!                                 ▼                                    │
-//!   cloud-node-lifecycle (periodic) ◄── Store          cloud-node workers (sync_node)
-//!        decide(node, provider) ─► apply                  plan (pure) ─► apply
+//!                                 │                          WorkQueue ─► Workers (one reconcile
+//!                                 ▼                                        loop for every controller)
+//!   cloud-node-lifecycle (periodic) ◄── Store          cloud-node: NodeReconciler::sync_node
+//!        decide(node, provider) ─► write (patch/delete)   plan (pure) ─► patches sent as planned
 //!                                 └──────────── provider: cloud_provider::Cloud ───────────┘
 //! ```
 //!
 //! Each controller splits into pure decisions (`node::plan`, `lifecycle::decide`: observed
-//! state in, planned changes out) and a thin I/O layer (`node_writes`, events). Writes are
-//! patches; list-replacing writes are guarded by `resourceVersion` and retried on conflict.
+//! state in, the exact API writes out — JSON merge patches, deletions with preconditions) and
+//! a thin I/O layer that sends them. List-replacing writes are guarded by `resourceVersion`
+//! and re-planned from a fresh read on conflict.
 
-pub mod events;
-pub mod informer;
 pub mod lifecycle;
 pub mod node;
-pub mod node_writes;
 #[cfg(test)]
 mod testing;
-pub mod workqueue;
 
-pub use informer::{Change, Informer, Synced};
 pub use lifecycle::CloudNodeLifecycleController;
 pub use node::{CloudNodeController, NodeControllerConfig};

@@ -57,6 +57,10 @@ pub enum LookupPurpose {
     Metadata,
     /// `instance_exists`/`instance_shutdown` calls (node lifecycle).
     Lifecycle,
+    /// `instance_exists`/`instance_shutdown` calls for nodes whose state just changed (a node
+    /// turned NotReady): the caller needs current answers, not cached ones, so a provider
+    /// should look these instances up now (one bulk request where that is cheaper).
+    Recheck,
 }
 
 /// Instance lookups by node (upstream `InstancesV2`). Implementations should use

@@ -1,24 +1,20 @@
 //! hcloud-ccm: a Kubernetes cloud-controller-manager for Hetzner Cloud.
 //!
 //! ```text
-//!  flags (upstream names) ─┐
-//!  env (official HCLOUD_*) ┴► validated together ─► logging ─► kube clients (per controller,
-//!                                                                 QPS-limited)
-//!                                                       ─► HcloudCloud::connect (token check,
-//!                                                          network resolved)
-//!                                                       ─► shared Node informer
-//!                                                       ─► enabled controllers ─► run until
-//!                                                          SIGTERM/SIGINT, then drain
+//!  flags (upstream names, cloud-controller-manager::ManagerArgs) ─┐
+//!  env (official HCLOUD_* names, hcloud-provider::Config) ───────┴► validated together
+//!    ─► logging ─► HcloudCloud::connect (token check, network resolved; requests pass the
+//!       manager's fence) ─► Manager::run: clients, informers, controllers until SIGTERM
 //! ```
+//!
+//! Everything generic lives in `cloud-controller-manager` (app layer), `cloud-controllers`
+//! and `controller-runtime`; this binary adds only what is Hetzner's.
 
-mod args;
-mod controllers;
-mod kube_client;
+mod cli;
 mod run;
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let args = args::Args::parse();
-    run::main(args)
+    run::main(cli::Cli::parse())
 }

@@ -190,11 +190,11 @@ impl InstancesV2 for HcloudInstances {
 
     async fn prefetch(&self, nodes: &[Arc<Node>], purpose: cloud_provider::LookupPurpose) {
         let lookups: Vec<Lookup> = nodes.iter().filter_map(|n| Self::lookup_for(n).ok()).collect();
-        let max_age = match purpose {
-            LookupPurpose::Metadata => self.max_age,
-            LookupPurpose::Lifecycle => self.lifecycle_max_age,
-        };
-        self.inventory.prefetch(&lookups, max_age).await;
+        match purpose {
+            LookupPurpose::Metadata => self.inventory.prefetch(&lookups, self.max_age).await,
+            LookupPurpose::Lifecycle => self.inventory.prefetch(&lookups, self.lifecycle_max_age).await,
+            LookupPurpose::Recheck => self.inventory.recheck(&lookups).await,
+        }
     }
 }
 

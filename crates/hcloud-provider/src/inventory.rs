@@ -15,9 +15,14 @@
 //!   Bulk callers (the periodic address refresh, a burst of initializations) announce
 //!   themselves with [`Inventory::prefetch`]; if enough of their servers are stale for a list
 //!   to be cheaper than one request each, the snapshot is refreshed up front. The announced
-//!   servers are *pinned*: the next lookup of each is answered from that bulk fetch (once,
-//!   within [`PIN_TTL`]), however long the caller takes to get to it — so a burst of 500
-//!   node initializations paced by the Kubernetes client's rate limit still costs one list.
+//!   servers are *pinned*: the next lookup of each is answered from that bulk fetch (once),
+//!   as long as the answer is within the lookup's max age — so a burst of node
+//!   initializations paced by the Kubernetes client's rate limit costs one list per max age,
+//!   not one request per node.
+//!
+//!   Callers that need current answers for a few servers (nodes that just turned NotReady)
+//!   use [`Inventory::recheck`]: each is fetched now (one request each, or one list when that
+//!   is cheaper) and pinned for the next lookup.
 //! - `one`: every lookup is answered per server (`GET /servers/{id}` or `?name=`), cached per
 //!   server for the max age.
 //! - `off`: every lookup is a request.
@@ -68,10 +73,17 @@ struct Entry {
     fetched: Instant,
 }
 
+/// A prefetched answer waiting for its lookup.
+struct Pin {
+    server: Option<Arc<Server>>,
+    source: Source,
+    at: Instant,
+}
+
 #[derive(Default)]
 struct State {
     /// Answers prefetched for announced lookups, consumed by the next lookup of each.
-    pinned: HashMap<Lookup, (Arc<Server>, Instant)>,
+    pinned: HashMap<Lookup, Pin>,
     snapshot: Option<Instant>,
     snapshot_pages: u32,
     generation: u64,
@@ -128,7 +140,8 @@ impl State {
     }
 }
 
-/// How long a prefetched answer waits for its lookup.
+/// Longest a prefetched answer is kept for its lookup (each lookup also applies its own max
+/// age, usually far shorter).
 pub const PIN_TTL: Duration = Duration::from_secs(180);
 
 /// Longest cooldown after consecutive transient failures.
@@ -183,8 +196,8 @@ impl Inventory {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The server, or `None` if it does not exist (as of data at most `max_age` old, or
-    /// pinned by a [`Inventory::prefetch`] of this lookup at most [`PIN_TTL`] ago).
+    /// The server, or `None` if it does not exist, as of data at most `max_age` old (possibly
+    /// pinned for this lookup by [`Inventory::prefetch`] or [`Inventory::recheck`]).
     pub async fn get(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
         Ok(self.answer(lookup, max_age).await?.0)
     }
@@ -202,11 +215,11 @@ impl Inventory {
 
     /// The answer and whether it came from a direct single-server lookup just now.
     async fn answer(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
-        if let Some((server, pinned)) = self.lock().pinned.remove(lookup)
-            && pinned.elapsed() <= PIN_TTL
+        if let Some(pin) = self.lock().pinned.remove(lookup)
+            && pin.at.elapsed() <= max_age.min(PIN_TTL)
         {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok((Some(server), Source::Cached));
+            return Ok((pin.server, pin.source));
         }
         match self.mode {
             CacheMode::Off => {
@@ -257,7 +270,7 @@ impl Inventory {
         }
         let (stale, pages, generation) = {
             let mut s = self.lock();
-            s.pinned.retain(|_, (_, at)| at.elapsed() <= PIN_TTL);
+            s.pinned.retain(|_, pin| pin.at.elapsed() <= max_age.min(PIN_TTL));
             let fresh = s.snapshot_fresh(max_age);
             let stale = lookups
                 .iter()
@@ -274,15 +287,57 @@ impl Inventory {
                 return;
             }
         }
-        let now = Instant::now();
         let mut s = self.lock();
-        let pins: Vec<(Lookup, Arc<Server>)> = lookups
+        let pins: Vec<(Lookup, Arc<Server>, Instant)> = lookups
             .iter()
             .filter(|l| !s.pinned.contains_key(*l))
-            .filter_map(|l| s.find(l).filter(|e| e.fetched.elapsed() <= max_age).map(|e| (l.clone(), e.server.clone())))
+            .filter_map(|l| {
+                s.find(l).filter(|e| e.fetched.elapsed() <= max_age).map(|e| (l.clone(), e.server.clone(), e.fetched))
+            })
             .collect();
-        for (lookup, server) in pins {
-            s.pinned.insert(lookup, (server, now));
+        for (lookup, server, at) in pins {
+            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
+        }
+    }
+
+    /// Fetches the servers of `lookups` now and pins the answers for their next lookup:
+    /// one request each, or (mode `all`) one list when that is cheaper. A server found absent
+    /// by a single-server request is pinned as confirmed absent; one missing from a list is
+    /// not pinned (a paginated list can miss an item while the set changes), so its next
+    /// existence check confirms it with a direct lookup.
+    pub async fn recheck(&self, lookups: &[Lookup]) {
+        if lookups.is_empty() {
+            return;
+        }
+        let (pages, generation) = {
+            let s = self.lock();
+            (s.snapshot_pages.max(1) as usize, s.generation)
+        };
+        if self.mode == CacheMode::All && lookups.len() >= pages {
+            debug!(servers = lookups.len(), pages, "recheck: refreshing the server snapshot");
+            if let Err(e) = self.refresh_snapshot(generation).await {
+                warn!(error = %e, "recheck of the server list failed; lookups will retry");
+                return;
+            }
+            let mut s = self.lock();
+            let pins: Vec<(Lookup, Arc<Server>, Instant)> =
+                lookups.iter().filter_map(|l| s.find(l).map(|e| (l.clone(), e.server.clone(), e.fetched))).collect();
+            for (lookup, server, at) in pins {
+                s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
+            }
+            return;
+        }
+        for lookup in lookups {
+            let at = Instant::now();
+            match self.fetch_single_and_store(lookup).await {
+                Ok(server) => {
+                    self.lock().pinned.insert(lookup.clone(), Pin { server, source: Source::Direct, at });
+                }
+                Err(e) => {
+                    warn!(?lookup, error = %e, "recheck failed; the next lookup will retry");
+                    return;
+                }
+            }
         }
     }
 

@@ -18,6 +18,16 @@ use hcloud_provider::{HcloudInstances, Inventory, Lookup};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 
 const LONG: Duration = Duration::from_secs(3600);
+/// A max age the tests outlive on purpose with [`age`].
+const SHORT: Duration = Duration::from_secs(10);
+
+/// Moves tokio's clock (by which the inventory ages its data) forward at once: no real sleep,
+/// so "older than the max age" holds exactly and "younger" is never broken by a slow machine.
+async fn age(by: Duration) {
+    tokio::time::pause();
+    tokio::time::advance(by).await;
+    tokio::time::resume();
+}
 
 async fn fake() -> (FakeServer, FakeHandle, Client) {
     let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
@@ -74,9 +84,9 @@ async fn a_missing_server_does_not_cause_a_relist_storm() {
     }
     assert_eq!(lists(&h), 1, "the fresh snapshot answers 'absent' without new lists");
     // Once the snapshot is older than the caller's max age, one new list (not one per lookup).
-    tokio::time::sleep(Duration::from_millis(60)).await; // let the snapshot age past 50 ms
+    age(SHORT + Duration::from_secs(1)).await;
     for _ in 0..20 {
-        assert!(inv.get(&Lookup::Name("ghost".into()), Duration::from_millis(50)).await.expect("lookup").is_none());
+        assert!(inv.get(&Lookup::Name("ghost".into()), SHORT).await.expect("lookup").is_none());
     }
     assert_eq!(lists(&h), 2);
 }
@@ -88,35 +98,66 @@ async fn a_stale_known_server_is_refreshed_alone() {
     let inv = Inventory::new(client, CacheMode::All);
     let first = inv.get(&Lookup::Name("n7".into()), LONG).await.expect("lookup").expect("found");
     assert_eq!(lists(&h), 2, "cold cache: one list of two pages");
-    tokio::time::sleep(Duration::from_millis(60)).await; // let the entry age past 50 ms
+    age(SHORT + Duration::from_secs(1)).await;
     h.set_server_status(first.id.0 as u64, ServerStatus::Off).expect("status");
-    let again = inv.get(&Lookup::Id(first.id), Duration::from_millis(50)).await.expect("lookup").expect("found");
+    let again = inv.get(&Lookup::Id(first.id), SHORT).await.expect("lookup").expect("found");
     assert_eq!(again.status, hcloud_api::models::ServerStatus::Off, "the fresh answer");
     assert_eq!((lists(&h), gets(&h)), (2, 1), "one GET /servers/{{id}}, no list");
 }
 
 #[tokio::test]
-async fn prefetch_lists_once_and_pins_answers_for_slow_callers() {
+async fn prefetch_lists_once_and_pins_answers_within_the_max_age() {
     let (_f, h, client) = fake().await;
     h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
     let inv = Inventory::new(client, CacheMode::All);
     let all: Vec<Lookup> = (1..=120).map(|i| Lookup::Name(format!("n{i}"))).collect();
-    let max_age = Duration::from_millis(50);
-    inv.prefetch(&all, max_age).await;
+    inv.prefetch(&all, SHORT).await;
     assert_eq!(lists(&h), 3);
-    tokio::time::sleep(Duration::from_millis(80)).await; // the snapshot is now older than max_age
+    age(SHORT / 2).await;
     // A second announcement of the same burst finds everything pinned: no new list.
-    inv.prefetch(&all, max_age).await;
-    for l in &all {
-        assert!(inv.get(l, max_age).await.expect("lookup").is_some(), "{l:?} answered from its pin");
+    inv.prefetch(&all, SHORT).await;
+    for l in &all[..100] {
+        assert!(inv.get(l, SHORT).await.expect("lookup").is_some(), "{l:?} answered from its pin");
     }
-    assert_eq!((lists(&h), gets(&h)), (3, 0), "120 slow lookups after one list cost nothing more");
-    // Pins are used once: the next lookup of a known, stale server is a single GET.
-    assert!(inv.get(&all[0], max_age).await.expect("lookup").is_some());
+    assert_eq!((lists(&h), gets(&h)), (3, 0), "100 lookups after one list cost nothing more");
+    // Pins are used once: the next lookup of a pinned server is answered from the (still
+    // fresh) snapshot, also without a request.
+    assert!(inv.get(&all[0], SHORT).await.expect("lookup").is_some());
+    assert_eq!(h.request_log().len(), 3);
+
+    // A pin older than the lookup's max age is not served: the caller asked for fresher data.
+    age(SHORT).await;
+    assert!(inv.get(&all[100], SHORT).await.expect("lookup").is_some());
     let log = h.request_log();
-    assert_eq!(log.len(), 4, "exactly one request for the unpinned lookup");
+    assert_eq!(log.len(), 4, "the stale pin is refreshed with one request");
     let last = log.last().expect("request");
-    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n1")), "a single by-name lookup: {last:?}");
+    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n101")), "a single by-name lookup: {last:?}");
+    // A burst announced again after its data aged is listed again (once).
+    inv.prefetch(&all[101..], SHORT).await;
+    // 3 pages, the by-name GET /servers?name=n101 (same endpoint), 3 pages.
+    assert_eq!(lists(&h), 7, "one more 3-page list for the 19 stale servers");
+}
+
+#[tokio::test]
+async fn recheck_fetches_current_answers_and_pins_confirmed_absence() {
+    let (_f, h, client) = fake().await;
+    let ids = h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let lookups: Vec<Lookup> = ids.iter().map(|id| Lookup::Id(ServerId(*id as i64))).collect();
+    inv.prefetch(&lookups, LONG).await;
+    assert_eq!(lists(&h), 3);
+    // One server is powered off, another deleted: the cached snapshot does not know yet.
+    h.set_server_status(ids[0], ServerStatus::Off).expect("status");
+    h.delete_server(ids[1]).expect("delete");
+    inv.recheck(&lookups[..2]).await;
+    assert_eq!((lists(&h), gets(&h)), (3, 2), "two rechecks: one GET each, no list");
+    let off = inv.get(&lookups[0], LONG).await.expect("lookup").expect("exists");
+    assert_eq!(off.status, hcloud_api::models::ServerStatus::Off, "the current status");
+    assert!(!inv.exists(&lookups[1], LONG).await.expect("answer"), "gone");
+    assert_eq!(gets(&h), 2, "the recheck's direct answer needs no second confirmation");
+    // Many rechecks at once: one list is cheaper than one GET each.
+    inv.recheck(&lookups[2..10]).await;
+    assert_eq!((lists(&h), gets(&h)), (6, 2));
 }
 
 #[tokio::test]
@@ -126,8 +167,8 @@ async fn prefetch_of_few_stale_servers_does_not_list() {
     let inv = Inventory::new(client, CacheMode::All);
     inv.prefetch(&[Lookup::Name("n1".into())], LONG).await;
     assert_eq!(lists(&h), 3, "cold cache: listing is the only way to learn");
-    tokio::time::sleep(Duration::from_millis(60)).await;
-    inv.prefetch(&[Lookup::Name("n2".into()), Lookup::Name("n3".into())], Duration::from_millis(50)).await;
+    age(SHORT + Duration::from_secs(1)).await;
+    inv.prefetch(&[Lookup::Name("n2".into()), Lookup::Name("n3".into())], SHORT).await;
     assert_eq!(lists(&h), 3, "two stale servers are cheaper one by one than a 3-page list");
 }
 

@@ -2,9 +2,11 @@
 //! No Kubernetes API calls happen here.
 
 use cloud_provider::helpers::taints::taint_exists;
+use cloud_provider::helpers::taints::{add_or_update_taint, remove_taint};
 use cloud_provider::well_known::TAINT_NODE_SHUTDOWN;
 use cloud_provider::{Cloud, CloudError, Instances, InstancesV2};
 use k8s_openapi::api::core::v1::{Node, Taint};
+use serde_json::{Value, json};
 use tracing::error;
 
 use crate::node::metadata::{MetadataError, get_provider_id};
@@ -22,22 +24,38 @@ pub enum LifecycleDecision {
     AddShutdownTaint,
 }
 
+/// The API write a decision comes down to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LifecycleWrite {
+    /// A merge patch of the node (the complete taint list, guarded by `resourceVersion`).
+    Patch(Value),
+    /// Delete the node, on condition that it is still the object with this UID.
+    Delete {
+        /// The UID precondition.
+        uid: Option<String>,
+    },
+}
+
 impl LifecycleDecision {
-    /// The node after the decision is applied; `None` if it is deleted.
-    pub fn apply_to(&self, node: &Node) -> Option<Node> {
-        use cloud_provider::helpers::taints::{add_or_update_taint, remove_taint};
-        let mut n = node.clone();
-        let taints = n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
-        let new = match self {
-            LifecycleDecision::Keep => return Some(n),
-            LifecycleDecision::Delete => return None,
-            LifecycleDecision::RemoveShutdownTaint => remove_taint(&taints, &shutdown_taint()),
-            LifecycleDecision::AddShutdownTaint => add_or_update_taint(&taints, &shutdown_taint()),
+    /// The write this decision makes to `node` as it is now; `None` if nothing changes.
+    /// Taint changes replace the whole list and carry the `resourceVersion` they were computed
+    /// from, so a concurrent change fails with 409 and is re-planned from a fresh read.
+    pub fn write(&self, node: &Node) -> Option<LifecycleWrite> {
+        let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+        let (new, changed) = match self {
+            LifecycleDecision::Keep => return None,
+            LifecycleDecision::Delete => return Some(LifecycleWrite::Delete { uid: node.metadata.uid.clone() }),
+            LifecycleDecision::RemoveShutdownTaint => remove_taint(taints, &shutdown_taint()),
+            LifecycleDecision::AddShutdownTaint => add_or_update_taint(taints, &shutdown_taint()),
         };
-        if new.1 {
-            n.spec.get_or_insert_with(Default::default).taints = Some(new.0);
+        if !changed {
+            return None;
         }
-        Some(n)
+        let mut patch = json!({ "spec": { "taints": new } });
+        if let Some(rv) = node.metadata.resource_version.as_deref().filter(|rv| !rv.is_empty()) {
+            patch["metadata"] = json!({ "resourceVersion": rv });
+        }
+        Some(LifecycleWrite::Patch(patch))
     }
 }
 

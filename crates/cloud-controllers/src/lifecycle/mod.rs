@@ -2,10 +2,11 @@
 //!
 //! ```text
 //!  every --node-monitor-period: nodes from the shared cache
-//!     ├─ prefetch(not-ready nodes)                  (one bulk lookup where it pays off)
-//!     └─ per node, concurrently: decide (Ready? exists? shut down?) ──► apply
+//!     ├─ prefetch(nodes that turned NotReady since the last pass, Recheck)  (current answers)
+//!     ├─ prefetch(not-ready nodes, Lifecycle)        (one bulk lookup where it pays off)
+//!     └─ per node, concurrently: decide (Ready? exists? shut down?) ─► write (pure) ─► API
 //!            Ready=True          → remove the shutdown taint if present
-//!            instance gone       → Normal DeletingNode event, delete the Node
+//!            instance gone       → Normal DeletingNode event, delete the Node (UID precondition)
 //!            instance shut down  → add node.cloudprovider.kubernetes.io/shutdown:NoSchedule
 //!            any provider error  → keep the node untouched
 //! ```
@@ -14,23 +15,25 @@ pub mod decide;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cloud_provider::helpers::taints::{add_or_update_taint, remove_taint};
-use cloud_provider::{Cloud, InstancesV2};
+use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
+use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
+use controller_runtime::{ControllerIo, EventRecorder, Informer, Synced, object_ref, periodic};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::api::{Api, DeleteParams, Preconditions};
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::reflector::Store;
-use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info};
+use tracing::{debug, error, info};
 
-use crate::events::{EventRecorder, node_ref};
-use crate::informer::{Informer, Synced};
-use crate::node_writes::{self, is_not_found, retry_on_conflict};
-use decide::{LifecycleDecision, decide, is_ready, shutdown_taint};
+use decide::{LifecycleDecision, LifecycleWrite, decide, is_ready};
+
+/// Upstream's name of this controller (events, logs).
+pub const CONTROLLER_NAME: &str = "cloud-node-lifecycle-controller";
 
 /// How many nodes are checked at once.
 const CONCURRENCY: usize = 16;
@@ -38,78 +41,113 @@ const CONCURRENCY: usize = 16;
 /// The cloud-node-lifecycle controller.
 pub struct CloudNodeLifecycleController<C: Cloud> {
     api: Api<Node>,
+    params: PatchParams,
     cloud: Arc<C>,
     store: Store<Node>,
     synced: Synced,
     events: EventRecorder,
     period: Duration,
+    shutdown: CancellationToken,
+    /// Readiness of each node (by UID) in the previous pass, to notice NotReady transitions.
+    was_ready: Mutex<HashMap<String, bool>>,
 }
 
 impl<C: Cloud> CloudNodeLifecycleController<C> {
-    /// A controller checking nodes every `period` (`--node-monitor-period`).
-    pub fn new(client: Client, cloud: Arc<C>, informer: &Informer<Node>, period: Duration) -> Self {
+    /// A controller checking nodes every `period` (`--node-monitor-period`) until `shutdown`.
+    pub fn new(
+        cloud: Arc<C>,
+        informer: &Informer<Node>,
+        io: ControllerIo,
+        period: Duration,
+        shutdown: CancellationToken,
+    ) -> Self {
         CloudNodeLifecycleController {
-            api: Api::all(client.clone()),
+            api: Api::all(io.client.clone()),
+            params: io.patch_params(),
             cloud,
             store: informer.store(),
             synced: informer.synced(),
-            events: EventRecorder::new(client, "cloud-node-lifecycle-controller"),
+            events: io.events(CONTROLLER_NAME),
             period,
+            shutdown,
+            was_ready: Mutex::default(),
         }
     }
 
-    /// Monitors nodes until `shutdown`.
-    pub async fn run(self, shutdown: CancellationToken) {
+    /// Monitors nodes until shutdown, once the informer has synced.
+    pub async fn run(self) {
         tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = self.shutdown.cancelled() => return,
             synced = self.synced.wait() => if !synced { return },
         }
         info!(period = ?self.period, "cloud-node-lifecycle controller started");
-        loop {
-            self.monitor_nodes().await;
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(self.period) => {}
-            }
-        }
+        periodic::every(self.period, &self.shutdown.clone(), || self.monitor_nodes()).await;
     }
 
     /// One pass over all nodes (upstream `MonitorNodes`, concurrently).
     pub async fn monitor_nodes(&self) {
         let nodes = self.store.state();
         let not_ready: Vec<Arc<Node>> = nodes.iter().filter(|n| !is_ready(n)).cloned().collect();
-        if !not_ready.is_empty()
-            && let Some(v2) = self.cloud.instances_v2()
-        {
-            v2.prefetch(&not_ready, cloud_provider::LookupPurpose::Lifecycle).await;
+        let turned_not_ready = self.note_readiness(&nodes);
+        if let Some(v2) = self.cloud.instances_v2() {
+            if !turned_not_ready.is_empty() {
+                debug!(
+                    nodes = turned_not_ready.len(),
+                    "nodes turned NotReady; asking the provider for current answers"
+                );
+                v2.prefetch(&turned_not_ready, LookupPurpose::Recheck).await;
+            }
+            if !not_ready.is_empty() {
+                v2.prefetch(&not_ready, LookupPurpose::Lifecycle).await;
+            }
         }
         futures::stream::iter(nodes)
             .for_each_concurrent(CONCURRENCY, |node| async move { self.monitor_node(&node).await })
             .await;
     }
 
+    /// Records each node's readiness; returns the nodes that were Ready in the previous pass and
+    /// are not now.
+    fn note_readiness(&self, nodes: &[Arc<Node>]) -> Vec<Arc<Node>> {
+        // Whole-entry inserts only; a poisoned map is still consistent.
+        let mut was_ready = self.was_ready.lock().unwrap_or_else(|e| e.into_inner());
+        let mut now_ready = HashMap::with_capacity(nodes.len());
+        let mut turned = Vec::new();
+        for node in nodes {
+            let uid = node.metadata.uid.clone().unwrap_or_else(|| node.name_any());
+            let ready = is_ready(node);
+            if !ready && was_ready.get(&uid) == Some(&true) {
+                turned.push(node.clone());
+            }
+            now_ready.insert(uid, ready);
+        }
+        *was_ready = now_ready;
+        turned
+    }
+
     async fn monitor_node(&self, node: &Node) {
         let name = node.name_any();
-        match decide(&*self.cloud, node).await {
-            Ok(LifecycleDecision::Keep) => {}
-            Ok(LifecycleDecision::RemoveShutdownTaint) => {
-                if let Err(e) = self.update_taints(node, |t| remove_taint(t, &shutdown_taint())).await {
-                    error!(node = %name, error = %e, "error patching node taints");
+        let decision = match decide(&*self.cloud, node).await {
+            Ok(d) => d,
+            Err(e) => {
+                error!(node = %name, error = %e, "error checking if node exists; keeping it");
+                return;
+            }
+        };
+        match decision.write(node) {
+            None => {}
+            Some(LifecycleWrite::Delete { uid }) => self.delete(node, uid).await,
+            Some(LifecycleWrite::Patch(_)) => {
+                if let Err(e) = self.patch_taints(node, decision).await {
+                    error!(node = %name, error = %e, ?decision, "error patching node taints");
                 }
             }
-            Ok(LifecycleDecision::AddShutdownTaint) => {
-                if let Err(e) = self.update_taints(node, |t| add_or_update_taint(t, &shutdown_taint())).await {
-                    error!(node = %name, error = %e, "failed to apply shutdown taint to node, it may have been deleted");
-                }
-            }
-            Ok(LifecycleDecision::Delete) => self.delete(node).await,
-            Err(e) => error!(node = %name, error = %e, "error checking if node exists; keeping it"),
         }
     }
 
-    async fn delete(&self, node: &Node) {
+    async fn delete(&self, node: &Node, uid: Option<String>) {
         let name = node.name_any();
-        let reference = node_ref(node);
+        let reference = object_ref(node);
         self.events
             .normal(
                 &reference,
@@ -119,10 +157,8 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             .await;
         // The UID precondition makes sure we delete the Node we decided about, not a new
         // Node registered under the same name meanwhile.
-        let params = DeleteParams {
-            preconditions: Some(Preconditions { uid: node.metadata.uid.clone(), resource_version: None }),
-            ..Default::default()
-        };
+        let params =
+            DeleteParams { preconditions: Some(Preconditions { uid, resource_version: None }), ..Default::default() };
         match self.api.delete(&name, &params).await {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => {}
@@ -135,26 +171,24 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
         }
     }
 
-    /// Applies `change` to the node's taints with a resourceVersion-guarded patch, retrying
-    /// on conflict from a fresh read (upstream: `RetryOnConflict`, 5 steps, 100 ms).
-    async fn update_taints(
-        &self,
-        node: &Node,
-        change: impl Fn(&[Taint]) -> (Vec<Taint>, bool),
-    ) -> Result<(), kube::Error> {
+    /// Sends the decision's taint patch, re-planned from a fresh read after a conflict
+    /// (upstream: `RetryOnConflict`, 5 steps, 100 ms).
+    async fn patch_taints(&self, node: &Node, decision: LifecycleDecision) -> Result<(), kube::Error> {
         let name = node.name_any();
-        let change = &change;
-        let result = retry_on_conflict(5, Duration::from_millis(100), |attempt| {
+        let result = retry_on_conflict(ConflictRetry::NODE_HELPERS, |attempt| {
             let name = name.clone();
             async move {
-                let current = if attempt == 0 { node.clone() } else { self.api.get(&name).await? };
-                let taints = current.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
-                let (new, changed) = change(&taints);
-                if !changed {
-                    return Ok(());
+                let fresh;
+                let current = if attempt == 0 {
+                    node
+                } else {
+                    fresh = self.api.get(&name).await?;
+                    &fresh
+                };
+                if let Some(LifecycleWrite::Patch(patch)) = decision.write(current) {
+                    self.api.patch(&name, &self.params, &Patch::Merge(patch)).await?;
                 }
-                let rv = current.resource_version().unwrap_or_default();
-                node_writes::patch_taints(&self.api, &name, &rv, &new).await.map(|_| ())
+                Ok(())
             }
         })
         .await;

@@ -2,20 +2,22 @@
 //! (k8s.io/cloud-provider).
 //!
 //! Upstream runs `MonitorNodes` once over a one-node store and reads the node back. In our
-//! terms ([`monitor_node_outcome`]) that is `decide(cloud, node)` then `apply_to`: `None` means
-//! deleted; an error keeps the node unchanged.
+//! terms ([`monitor_node_outcome`]) that is `decide(cloud, node)`, then the exact write the
+//! controller sends (`LifecycleDecision::write`) applied as the API server applies it: a
+//! merge patch, or a deletion (`None`); an error keeps the node unchanged.
 //!
 //! Upstream's `Test_NodesShutdown` also asserts that every event carries
-//! `involvedObject.apiVersion`; events are built by `crate::events::node_ref`, which is not
-//! part of `decide`, so that check belongs with the events tests.
+//! `involvedObject.apiVersion`; events are built by `controller_runtime::object_ref`, which is
+//! not part of `decide`, so that check belongs with the events tests.
 
 use cloud_provider::Cloud;
 use k8s_openapi::api::core::v1::Node;
 use pretty_assertions::assert_eq;
 
-use super::decide::{decide, shutdown_taint};
+use super::decide::{LifecycleWrite, decide, shutdown_taint};
 use crate::node::metadata::get_provider_id;
 use crate::testing::{Fake, FakeCloud, FakeError, assert_node_eq, map, node as node_named};
+use controller_runtime::merge_patch::apply_merge_patch_to;
 
 /// A `node0` created 2012-01-01, as in every upstream table.
 fn node0() -> crate::testing::NodeBuilder {
@@ -25,7 +27,14 @@ fn node0() -> crate::testing::NodeBuilder {
 /// The node upstream's `MonitorNodes` leaves behind; `None` if it deleted it.
 async fn monitor_node_outcome<C: Cloud>(cloud: &C, node: &Node) -> Option<Node> {
     match decide(cloud, node).await {
-        Ok(decision) => decision.apply_to(node),
+        Ok(decision) => match decision.write(node) {
+            None => Some(node.clone()),
+            Some(LifecycleWrite::Delete { uid }) => {
+                assert_eq!(uid, node.metadata.uid, "the delete is conditional on the decided node's UID");
+                None
+            }
+            Some(LifecycleWrite::Patch(patch)) => Some(apply_merge_patch_to(node, &patch).expect("patch applies")),
+        },
         Err(_) => Some(node.clone()),
     }
 }

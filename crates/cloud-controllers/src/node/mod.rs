@@ -1,14 +1,14 @@
 //! The cloud-node controller (upstream `controllers/node`).
 //!
 //! ```text
-//!  Node informer ── add/update ──► WorkQueue<name> ──► N workers ──► sync_node
+//!  Node informer ── add/update ──► WorkQueue<name> ──► Workers (controller-runtime) ──► sync_node
 //!                                                                     │ tainted? ──no──► reconcile beta→GA labels
 //!                                                                     │ yes
 //!                                                                     ▼
 //!                                    provider.instance_metadata ──► plan_initialization (pure)
 //!                                                                     │
-//!                                     patch status.addresses ◄────────┤
-//!                                     patch providerID+labels+taints ◄┘ (taint removed last)
+//!                                     plan.status_patch() ─► status ◄─┤
+//!                                     plan.spec_patch(rv) ─► node ◄───┘ (taint removed last)
 //!                                     Normal "Synced" event; errors: Warning event + backoff
 //!
 //!  every --node-status-update-frequency: prefetch(initialized nodes), then per node
@@ -24,21 +24,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
+use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
+use controller_runtime::{
+    Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
+    WorkQueue, WorkerConfig, Workers, object_ref, periodic,
+};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::Api;
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
-use crate::events::{EventRecorder, node_ref};
-use crate::informer::{Change, Informer, Synced};
-use crate::node_writes::{self, is_not_found, retry_on_conflict};
-use crate::workqueue::{ExponentialBackoff, WorkQueue};
 use metadata::{MetadataError, get_instance_metadata, get_instance_node_addresses};
+use plan::{
+    InvalidProvidedNodeIp, addresses_patch, is_uninitialized, labels_patch, plan_addresses, plan_initialization,
+    plan_label_reconcile,
+};
 
-use plan::{InvalidProvidedNodeIp, is_uninitialized, plan_addresses, plan_initialization, plan_label_reconcile};
+/// Upstream's name of this controller (queue, events, metrics).
+pub const CONTROLLER_NAME: &str = "cloud-node-controller";
 
 /// Settings of the cloud-node controller (upstream flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +78,16 @@ pub enum SyncError {
     /// The provided node IP does not match the cloud's addresses.
     #[error("failed to get node modifiers from cloud provider: {0}")]
     ProvidedNodeIp(#[from] InvalidProvidedNodeIp),
+    /// After a conflict, the node changed so that the plan no longer holds (e.g. its provided
+    /// node IP annotation changed): nothing was written; the sync starts over.
+    #[error("node {node} changed while it was being initialized: {source}")]
+    Replan {
+        /// The node.
+        node: String,
+        /// Why the new state cannot be initialized.
+        #[source]
+        source: InvalidProvidedNodeIp,
+    },
     /// A Kubernetes API call failed.
     #[error("failed to {action} node {node}: {source}")]
     Kube {
@@ -95,9 +111,19 @@ impl SyncError {
     pub fn reason(&self) -> &str {
         match self {
             SyncError::Metadata { source, .. } => source.reason(),
-            SyncError::ProvidedNodeIp(_) => "InvalidProvidedNodeIP",
+            SyncError::ProvidedNodeIp(_) | SyncError::Replan { .. } => "InvalidProvidedNodeIP",
             SyncError::Kube { .. } => "NodeUpdateFailed",
         }
+    }
+}
+
+impl ReconcileError for SyncError {
+    fn event_reason(&self) -> Option<&str> {
+        Some(self.reason())
+    }
+
+    fn is_transient(&self) -> bool {
+        SyncError::is_transient(self)
     }
 }
 
@@ -173,123 +199,105 @@ pub async fn plan_status_updates<C: Cloud>(
 
 /// The cloud-node controller.
 pub struct CloudNodeController<C: Cloud> {
-    inner: Arc<Inner<C>>,
+    reconciler: Arc<NodeReconciler<C>>,
+    queue: WorkQueue<String>,
+    synced: Synced,
+    io: ControllerIo,
+    config: NodeControllerConfig,
 }
-
-/// How often one node that failed transiently is retried early to detect recovery.
-const RECOVERY_PROBE_INTERVAL: Duration = Duration::from_secs(30);
 
 /// How often the node controller announces a burst of uninitialized nodes to the provider.
 const BURST_PREFETCH_INTERVAL: Duration = Duration::from_secs(1);
 
-struct Inner<C: Cloud> {
+/// `sync_node` and what it needs; the reconciler the generic workers run.
+struct NodeReconciler<C: Cloud> {
     /// When the last burst prefetch ran (announcing every pending node on every sync would
     /// make a burst of n nodes cost O(n²)).
     last_burst_prefetch: std::sync::Mutex<Option<tokio::time::Instant>>,
-    /// Nodes whose last sync failed transiently (e.g. a Hetzner outage). Their backoff keeps
-    /// client-go's semantics, but as soon as one of them (or any node) syncs successfully
-    /// again, all of them are retried at once, so an outage ends for every node together.
-    transient: std::sync::Mutex<std::collections::BTreeSet<String>>,
     api: Api<Node>,
+    params: PatchParams,
     cloud: Arc<C>,
     store: Store<Node>,
-    synced: Synced,
-    queue: WorkQueue<String>,
     events: EventRecorder,
-    config: NodeControllerConfig,
 }
 
 impl<C: Cloud> CloudNodeController<C> {
     /// Wires the controller to the shared node informer (every add and update, including
     /// resyncs, enqueues the node).
     pub fn new(
-        client: Client,
         cloud: Arc<C>,
         informer: &mut Informer<Node>,
+        io: ControllerIo,
         config: NodeControllerConfig,
         shutdown: CancellationToken,
     ) -> Self {
-        let queue = WorkQueue::new(ExponentialBackoff::CONTROLLER_DEFAULT, shutdown);
+        let queue =
+            WorkQueue::new(CONTROLLER_NAME, ExponentialBackoff::CONTROLLER_DEFAULT, shutdown).with_metrics(&io.metrics);
         let q = queue.clone();
         informer.on_change(move |change| {
             if let Change::Applied { new, .. } = change {
                 q.add(new.name_any());
             }
         });
-        CloudNodeController {
-            inner: Arc::new(Inner {
-                last_burst_prefetch: Default::default(),
-                transient: Default::default(),
-                api: Api::all(client.clone()),
-                cloud,
-                store: informer.store(),
-                synced: informer.synced(),
-                queue,
-                events: EventRecorder::new(client, "cloud-node-controller"),
-                config,
-            }),
-        }
+        let reconciler = Arc::new(NodeReconciler {
+            last_burst_prefetch: Default::default(),
+            api: Api::all(io.client.clone()),
+            params: io.patch_params(),
+            cloud,
+            store: informer.store(),
+            events: io.events(CONTROLLER_NAME),
+        });
+        CloudNodeController { reconciler, queue, synced: informer.synced(), io, config }
     }
 
-    /// Runs the workers and the periodic address refresh until `shutdown`.
-    pub async fn run(self, shutdown: CancellationToken) {
-        let inner = self.inner;
+    /// Runs the workers and the periodic address refresh until the shutdown token fires,
+    /// once the informer has synced.
+    pub async fn run(self) {
+        let shutdown = self.queue.shutdown_token().clone();
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            synced = inner.synced.wait() => if !synced { return },
+            ok = self.synced.wait() => if !ok { return },
         }
-        info!(workers = inner.config.workers, "cloud-node controller started");
-        let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..inner.config.workers.max(1) {
-            let inner = inner.clone();
-            tasks.spawn(async move { inner.worker().await });
-        }
-        let status = inner.clone();
-        let token = shutdown.clone();
-        tasks.spawn(async move { status.status_loop(token).await });
-        let probe = inner.clone();
-        let token = shutdown.clone();
-        tasks.spawn(async move { probe.recovery_probe(token).await });
-        shutdown.cancelled().await;
-        tasks.shutdown().await;
+        info!(workers = self.config.workers, "cloud-node controller started");
+        let workers = Workers::new(
+            self.reconciler.clone(),
+            self.queue.clone(),
+            WorkerConfig::new(CONTROLLER_NAME, self.config.workers),
+        )
+        .events(self.io.events(CONTROLLER_NAME))
+        .metrics(self.io.metrics.clone());
+        let status = self.reconciler.clone();
+        let config = self.config;
+        tokio::join!(workers.run(), async move {
+            periodic::every(config.status_update_frequency, &shutdown, || status.update_node_status(&config)).await
+        });
     }
 }
 
-impl<C: Cloud> Inner<C> {
-    async fn worker(&self) {
-        while let Some(name) = self.queue.get().await {
-            debug!(node = %name, "syncing node");
-            match self.sync_node(&name).await {
-                Ok(provider_answered) => {
-                    self.queue.forget(&name);
-                    self.transient_set().remove(&name);
-                    if provider_answered {
-                        self.retry_transient_failures();
-                    }
-                }
-                Err(e) => {
-                    if e.is_transient() {
-                        self.transient_set().insert(name.clone());
-                    } else {
-                        self.transient_set().remove(&name);
-                    }
-                    let failures = self.queue.failures(&name);
-                    // First failure, then every doubling: visible but not a flood.
-                    if failures.is_power_of_two() || failures == 0 {
-                        if let Some(node) = self.store.get(&ObjectRef::new(&name)) {
-                            self.events.warning(&node_ref(&node), e.reason(), e.to_string()).await;
-                        }
-                    } else {
-                        warn!(node = %name, error = %e, "node sync failed");
-                    }
-                    let delay = self.queue.add_rate_limited(name.clone());
-                    debug!(node = %name, ?delay, "requeued");
-                }
-            }
-            self.queue.done(&name);
-        }
+impl<C: Cloud> Reconciler for NodeReconciler<C> {
+    type Key = String;
+    type Error = SyncError;
+
+    async fn reconcile(&self, name: &String) -> Result<Reconciled, SyncError> {
+        let answered = self.sync_node(name).await?;
+        Ok(if answered { Reconciled::ANSWERED } else { Reconciled::DONE })
     }
 
+    fn regarding(&self, name: &String) -> Option<ObjectReference> {
+        self.store.get(&ObjectRef::new(name)).map(|n| object_ref(n.as_ref()))
+    }
+}
+
+/// How the conflict-retried initialization write ended.
+enum InitWrite {
+    Written,
+    /// The node was initialized (or deleted) meanwhile.
+    Gone,
+    /// The fresh node cannot be initialized with the provider's answer.
+    Replan(InvalidProvidedNodeIp),
+}
+
+impl<C: Cloud> NodeReconciler<C> {
     /// True (and records now) if no burst prefetch ran within [`BURST_PREFETCH_INTERVAL`].
     fn burst_prefetch_due(&self) -> bool {
         // A timestamp only; a poisoned lock still holds a valid one.
@@ -300,37 +308,6 @@ impl<C: Cloud> Inner<C> {
         }
         *last = Some(now);
         true
-    }
-
-    fn transient_set(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
-        // Inserts and removes only; a poisoned set is still a valid set.
-        self.transient.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// After the provider answered again, retries every node that failed transiently, now.
-    fn retry_transient_failures(&self) {
-        let waiting: Vec<String> = std::mem::take(&mut *self.transient_set()).into_iter().collect();
-        if !waiting.is_empty() {
-            info!(nodes = waiting.len(), "cloud provider answers again; retrying nodes that failed during the outage");
-            for name in waiting {
-                self.queue.add(name);
-            }
-        }
-    }
-
-    /// Every [`RECOVERY_PROBE_INTERVAL`], retries one transiently failed node early.
-    async fn recovery_probe(&self, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(RECOVERY_PROBE_INTERVAL) => {}
-            }
-            let probe = self.transient_set().iter().next().cloned();
-            if let Some(name) = probe {
-                debug!(node = %name, "probing whether the cloud provider recovered");
-                self.queue.add(name);
-            }
-        }
     }
 
     /// Upstream `syncNode`. `Ok(true)` if the provider was asked and answered.
@@ -346,92 +323,77 @@ impl<C: Cloud> Inner<C> {
                 v2.prefetch(&pending, LookupPurpose::Metadata).await;
             }
         }
-        let (plan, metadata) =
-            match plan_sync(&*self.cloud, &node).await? {
-                SyncPlan::ReconcileLabels(labels) => {
-                    if !labels.is_empty() {
-                        node_writes::patch_labels(&self.api, name, &labels).await.map_err(|source| {
-                            SyncError::Kube { action: "reconcile labels of", node: name.to_owned(), source }
-                        })?;
-                    }
-                    return Ok(false);
-                }
-                SyncPlan::Skip => {
-                    info!(node = %name, "skip sync node because cloud provided nil metadata");
-                    return Ok(true);
-                }
-                SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
-            };
-        info!(node = %name, "initializing node with cloud provider");
         let kube_err = |action| move |source| SyncError::Kube { action, node: name.to_owned(), source };
+        let (plan, metadata) = match plan_sync(&*self.cloud, &node).await? {
+            SyncPlan::ReconcileLabels(labels) => {
+                if !labels.is_empty() {
+                    self.api
+                        .patch(name, &self.params, &Patch::Merge(labels_patch(&labels)))
+                        .await
+                        .map_err(kube_err("reconcile labels of"))?;
+                }
+                return Ok(false);
+            }
+            SyncPlan::Skip => {
+                info!(node = %name, "skip sync node because cloud provided nil metadata");
+                return Ok(true);
+            }
+            SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
+        };
+        info!(node = %name, "initializing node with cloud provider");
 
         // Addresses first; the spec write below continues from the object this returns, so it
         // does not conflict with our own status write.
         let mut node = node;
-        if let Some(addresses) = &plan.addresses {
-            match node_writes::patch_addresses(&self.api, name, addresses).await {
+        if let Some(patch) = plan.status_patch() {
+            match self.api.patch_status(name, &self.params, &Patch::Merge(patch)).await {
                 Ok(patched) => node = Arc::new(patched),
                 Err(e) if is_not_found(&e) => return Ok(true),
                 Err(e) => return Err(kube_err("write addresses of")(e)),
             }
         }
 
-        let result = retry_on_conflict(20, Duration::from_millis(50), |attempt| {
+        let result = retry_on_conflict(ConflictRetry::UPDATE_NODE_SPEC, |attempt| {
             let node = node.clone();
-            let metadata = &metadata;
-            let plan = &plan;
+            let (metadata, plan) = (&metadata, &plan);
             async move {
                 let (current, plan) = if attempt == 0 {
                     (node, plan.clone())
                 } else {
                     let fresh = self.api.get(name).await?;
                     if !is_uninitialized(&fresh) {
-                        return Ok(false);
+                        return Ok(InitWrite::Gone);
                     }
-                    let replanned = plan_initialization(&fresh, metadata).unwrap_or_else(|_| plan.clone());
-                    (Arc::new(fresh), replanned)
+                    match plan_initialization(&fresh, metadata) {
+                        Ok(replanned) => (Arc::new(fresh), replanned),
+                        Err(e) => return Ok(InitWrite::Replan(e)),
+                    }
                 };
-                let rv = current.resource_version().unwrap_or_default();
-                node_writes::patch_spec_and_labels(
-                    &self.api,
-                    name,
-                    &rv,
-                    plan.provider_id.as_deref(),
-                    &plan.labels,
-                    &plan.taints,
-                )
-                .await
-                .map(|_| true)
+                let patch = plan.spec_patch(current.resource_version().as_deref());
+                self.api.patch(name, &self.params, &Patch::Merge(patch)).await?;
+                Ok(InitWrite::Written)
             }
         })
         .await;
         match result {
-            Ok(true) => {}
-            Ok(false) => return Ok(true),
+            Ok(InitWrite::Written) => {}
+            Ok(InitWrite::Gone) => return Ok(true),
+            Ok(InitWrite::Replan(source)) => return Err(SyncError::Replan { node: name.to_owned(), source }),
             Err(e) if is_not_found(&e) => return Ok(true),
             Err(e) => return Err(kube_err("initialize")(e)),
         }
         info!(node = %name, provider_id = %metadata.provider_id, "successfully initialized node with cloud provider");
-        self.events.normal(&node_ref(&node), "Synced", "Node synced successfully".to_owned()).await;
+        self.events.normal(&object_ref(node.as_ref()), "Synced", "Node synced successfully".to_owned()).await;
         Ok(true)
     }
 
-    /// Upstream `UpdateNodeStatus`, every `status_update_frequency` (sliding).
-    async fn status_loop(&self, shutdown: CancellationToken) {
-        loop {
-            self.update_node_status().await;
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(self.config.status_update_frequency) => {}
-            }
-        }
-    }
-
-    async fn update_node_status(&self) {
-        let workers = if self.config.status_workers == 0 { self.config.workers } else { self.config.status_workers };
+    /// Upstream `UpdateNodeStatus`: one pass of the periodic address refresh.
+    async fn update_node_status(&self, config: &NodeControllerConfig) {
+        let workers = if config.status_workers == 0 { config.workers } else { config.status_workers };
         let updates = plan_status_updates(&*self.cloud, &self.store.state(), workers).await;
         for (name, addresses) in updates {
-            if let Err(e) = node_writes::patch_addresses(&self.api, &name, &addresses).await {
+            let patch = Patch::Merge(addresses_patch(&addresses));
+            if let Err(e) = self.api.patch_status(&name, &self.params, &patch).await {
                 error!(node = %name, error = %e, "error patching node addresses");
             }
         }

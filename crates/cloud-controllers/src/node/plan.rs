@@ -1,7 +1,8 @@
-//! Pure decisions of the cloud-node controller: node + provider answer in, changes out.
+//! Pure decisions of the cloud-node controller: node + provider answer in, writes out.
 //!
-//! The I/O layer turns these plans into API writes; tests check the plans (and the node they
-//! produce via the `apply_to` helpers) without any API server.
+//! A plan's writes are JSON merge patches, built here and sent unchanged by the I/O layer, so
+//! tests check exactly what is sent (and the node it produces, by applying the patch the way
+//! the API server does) without any API server.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +13,8 @@ use cloud_provider::well_known::{
     LABEL_ZONE, LABEL_ZONE_BETA, TAINT_EXTERNAL_CLOUD_PROVIDER,
 };
 use cloud_provider::{AddressType, InstanceMetadata, NodeAddress};
-use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
+use serde_json::{Value, json};
 use tracing::warn;
 
 /// Everything initialization writes to a node. Applied as: addresses (status subresource)
@@ -158,24 +160,41 @@ pub fn plan_label_reconcile(node: &Node) -> BTreeMap<String, String> {
 }
 
 impl InitPlan {
-    /// The node as it looks after this plan is written (what the API writes produce).
-    pub fn apply_to(&self, node: &Node) -> Node {
-        let mut n = node.clone();
-        let spec = n.spec.get_or_insert_with(NodeSpec::default);
-        if let Some(pid) = &self.provider_id {
-            spec.provider_id = Some(pid.clone());
-        }
-        spec.taints = Some(self.taints.clone());
-        if !self.labels.is_empty() {
-            let labels = n.metadata.labels.get_or_insert_with(BTreeMap::new);
-            labels.extend(self.labels.clone());
-        }
-        if let Some(addresses) = &self.addresses {
-            n.status.get_or_insert_with(NodeStatus::default).addresses =
-                Some(addresses.iter().map(Into::into).collect());
-        }
-        n
+    /// The write to the `status` subresource, if the addresses change: a merge patch that
+    /// replaces `status.addresses` as a whole (a strategic merge would merge entries by type).
+    pub fn status_patch(&self) -> Option<Value> {
+        self.addresses.as_deref().map(addresses_patch)
     }
+
+    /// The write that completes initialization: provider ID, labels and the complete taint list
+    /// (without the uninitialized taint) in one merge patch, guarded by the `resourceVersion`
+    /// the plan was computed from, so a concurrent change fails with 409 instead of being
+    /// overwritten.
+    pub fn spec_patch(&self, resource_version: Option<&str>) -> Value {
+        let mut spec = json!({ "taints": self.taints });
+        if let Some(pid) = &self.provider_id {
+            spec["providerID"] = json!(pid);
+        }
+        let mut metadata = json!({});
+        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+            metadata["resourceVersion"] = json!(rv);
+        }
+        if !self.labels.is_empty() {
+            metadata["labels"] = json!(self.labels);
+        }
+        json!({ "metadata": metadata, "spec": spec })
+    }
+}
+
+/// A merge patch (for the `status` subresource) replacing `status.addresses`.
+pub fn addresses_patch(addresses: &[NodeAddress]) -> Value {
+    let list: Vec<k8s_openapi::api::core::v1::NodeAddress> = addresses.iter().map(Into::into).collect();
+    json!({ "status": { "addresses": list } })
+}
+
+/// A merge patch setting `labels` (other labels are untouched).
+pub fn labels_patch(labels: &BTreeMap<String, String>) -> Value {
+    json!({ "metadata": { "labels": labels } })
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //!
 //! Upstream runs `syncNode` against a fake clientset and reads the node back. Our controller
 //! splits that into the pure `plan_sync` and the API writes, so the node upstream reads back
-//! is, in our terms ([`sync_node_outcome`]):
-//! `ReconcileLabels(l)` ⇒ the node with `l` added; `Skip` ⇒ unchanged;
-//! `Initialize { plan, .. }` ⇒ `plan.apply_to(node)`; an error ⇒ unchanged.
+//! is, in our terms ([`sync_node_outcome`]), the node after the exact patches the controller
+//! sends are applied as the API server applies them (JSON merge patch):
+//! `ReconcileLabels(l)` ⇒ `labels_patch(l)`; `Skip` ⇒ unchanged;
+//! `Initialize { plan, .. }` ⇒ `plan.status_patch()` then `plan.spec_patch(rv)`; an error ⇒
+//! unchanged.
 //!
 //! `TestNodeAddressesChangeDetected` and the address/taint helper tests are ported in
 //! `cloud-provider`.
@@ -20,9 +22,10 @@ use k8s_openapi::api::core::v1::Node;
 use pretty_assertions::assert_eq;
 
 use super::metadata::{MetadataError, get_instance_metadata, get_instance_node_addresses};
-use super::plan::plan_label_reconcile;
+use super::plan::{labels_patch, plan_label_reconcile};
 use super::{SyncPlan, plan_status_updates, plan_sync};
 use crate::testing::{Fake, FakeCloud, FakeError, PROVIDED_IP, addr, assert_node_eq, map, node as node_named};
+use controller_runtime::merge_patch::apply_merge_patch_to;
 
 /// A `node0` created 2012-01-01, as in every upstream table.
 fn node0() -> crate::testing::NodeBuilder {
@@ -47,16 +50,24 @@ fn zone_us_west() -> Zone {
 async fn sync_node_outcome<C: Cloud>(cloud: &C, node: &Node) -> (Node, Result<(), String>) {
     match plan_sync(cloud, node).await {
         Ok(SyncPlan::ReconcileLabels(labels)) => {
-            let mut n = node.clone();
-            if !labels.is_empty() {
-                n.metadata.labels.get_or_insert_with(Default::default).extend(labels);
-            }
+            let n = if labels.is_empty() { node.clone() } else { patched(node, &labels_patch(&labels)) };
             (n, Ok(()))
         }
         Ok(SyncPlan::Skip) => (node.clone(), Ok(())),
-        Ok(SyncPlan::Initialize { plan, .. }) => (plan.apply_to(node), Ok(())),
+        Ok(SyncPlan::Initialize { plan, .. }) => {
+            let mut n = node.clone();
+            if let Some(status) = plan.status_patch() {
+                n = patched(&n, &status);
+            }
+            let spec = plan.spec_patch(n.metadata.resource_version.as_deref());
+            (patched(&n, &spec), Ok(()))
+        }
         Err(e) => (node.clone(), Err(e.to_string())),
     }
+}
+
+fn patched(node: &Node, patch: &serde_json::Value) -> Node {
+    apply_merge_patch_to(node, patch).expect("patch applies to a node")
 }
 
 struct SyncCase {

@@ -1,4 +1,5 @@
 //! Pure helpers shared by controllers and providers.
 
 pub mod address;
+pub mod go_syntax;
 pub mod taints;

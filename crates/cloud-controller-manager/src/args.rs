@@ -1,14 +1,18 @@
 //! Command-line flags: upstream cloud-controller-manager names and defaults
-//! (`k8s.io/cloud-provider` options), so the official chart's arguments work unchanged.
+//! (`k8s.io/cloud-provider` options), so an existing deployment's arguments work unchanged.
 //! Booleans and durations use Go syntax (`--leader-elect=false`, `--node-monitor-period=5s`).
+//! [`ManagerArgs`] is flattened into the program's own `clap` parser; [`ManagerArgs::validate`]
+//! turns it into typed [`Options`](crate::Options), reporting every problem at once.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, ValueEnum};
-use hcloud_provider::config::{ENV_HELP, parse_go_bool, parse_go_duration};
+use clap::{ArgAction, Args, ValueEnum};
+use cloud_controllers::NodeControllerConfig;
+use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 
 use crate::controllers;
+use crate::options::{KubeOptions, LeaderElectionOptions, LoggingOptions, Options, SecureServingOptions};
 
 fn go_bool(s: &str) -> Result<bool, String> {
     parse_go_bool(s).ok_or_else(|| format!("{s:?} is not a boolean; accepted: true, false, 1, 0, t, f"))
@@ -27,27 +31,15 @@ pub enum LogFormat {
     Json,
 }
 
-fn env_help() -> String {
-    let mut s = String::from("Environment (Hetzner settings, same names as the official CCM):\n");
-    for (k, v) in ENV_HELP {
-        s.push_str(&format!("  {k}\n      {v}\n"));
-    }
-    s.push_str(
-        "\nFlags marked [compat] are accepted so the official chart's arguments work, and have no effect yet.\n\
-         Logs: RUST_LOG overrides --v (e.g. RUST_LOG=hcloud_provider=debug).",
-    );
-    s
-}
-
-/// hcloud-ccm: the Kubernetes cloud-controller-manager for Hetzner Cloud.
-#[derive(Debug, Clone, Parser)]
-#[command(name = "hcloud-ccm", version, about, after_long_help = env_help(), after_help = "Run with --help for the environment variables.")]
-pub struct Args {
-    /// Cloud provider name; must be `hcloud`.
+/// The flags of upstream's cloud-controller-manager. Flags marked `[compat]` are accepted so
+/// existing arguments keep working, and have no effect.
+#[derive(Debug, Clone, Args)]
+pub struct ManagerArgs {
+    /// Cloud provider name (the provider this program implements).
     #[arg(long, default_value = "")]
     pub cloud_provider: String,
 
-    /// [compat] Cloud config file. Unused: Hetzner settings come from the environment.
+    /// [compat] Cloud config file (the provider reads its settings from the environment).
     #[arg(long, default_value = "")]
     pub cloud_config: String,
 
@@ -65,32 +57,32 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
-    /// Leader election. Not implemented yet: with `true` every replica acts (the node
-    /// controllers' writes are conditional, so duplicates are harmless); run one replica.
+    /// Leader election: only the replica holding the Lease runs controllers and talks to the
+    /// cloud. Turn it off only when exactly one replica runs.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
     pub leader_elect: bool,
 
-    /// [compat] Leader election lease duration.
+    /// How long a standby waits after it last saw the leader renew before taking over.
     #[arg(long, default_value = "15s", value_parser = go_duration)]
     pub leader_elect_lease_duration: Duration,
 
-    /// [compat] Leader election renew deadline.
+    /// How long the leader keeps trying to renew before it gives up leadership (and exits).
     #[arg(long, default_value = "10s", value_parser = go_duration)]
     pub leader_elect_renew_deadline: Duration,
 
-    /// [compat] Leader election retry period.
+    /// How often the leader renews and a standby tries to acquire.
     #[arg(long, default_value = "2s", value_parser = go_duration)]
     pub leader_elect_retry_period: Duration,
 
-    /// [compat] Leader election lock type; only `leases`.
+    /// Leader election lock type; only `leases`.
     #[arg(long, default_value = "leases")]
     pub leader_elect_resource_lock: String,
 
-    /// [compat] Leader election lease name.
+    /// Name of the leader election Lease.
     #[arg(long, default_value = "cloud-controller-manager")]
     pub leader_elect_resource_name: String,
 
-    /// [compat] Leader election lease namespace.
+    /// Namespace of the leader election Lease.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
 
@@ -126,8 +118,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub concurrent_node_status_updates: i64,
 
-    /// [compat] Services synced at once (service controller not implemented yet).
-    #[arg(long, default_value_t = 1)]
+    /// Services synced at once by the service controller.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub concurrent_service_syncs: i64,
 
     /// Cluster name, passed to the provider for load balancers and routes.
@@ -162,13 +154,26 @@ pub struct Args {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = go_bool)]
     pub use_service_account_credentials: bool,
 
-    /// [compat] Address of the secure serving port.
+    /// Address the secure port (/healthz, /readyz, /livez, /metrics) listens on.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: String,
 
-    /// [compat] Secure serving port (0 disables).
+    /// HTTPS port for /healthz, /readyz, /livez and /metrics (0 disables).
     #[arg(long, default_value_t = 10258)]
     pub secure_port: u16,
+
+    /// Serving certificate (PEM, may include intermediates). Without it a self-signed
+    /// certificate is generated in memory.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// [compat] Directory for generated certificates (the self-signed one is kept in memory).
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
 
     /// [compat] Webhook serving port (0 disables).
     #[arg(long, default_value_t = 10260)]
@@ -195,46 +200,32 @@ pub struct Args {
     pub log_format: LogFormat,
 }
 
-/// What the flags resolve to.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Resolved `--controllers` list.
-    pub controllers: Vec<String>,
-    /// Initialization workers.
-    pub node_syncs: usize,
-    /// Address refresh workers.
-    pub node_status_updates: usize,
-    /// Warnings to log once logging is up.
-    pub warnings: Vec<String>,
-}
-
-impl Args {
-    /// Checks the flags' meaning; returns every problem found.
-    pub fn validate(&self) -> Result<Settings, Vec<String>> {
+impl ManagerArgs {
+    /// Checks the flags' meaning for a program implementing `provider`; returns every
+    /// problem found.
+    pub fn validate(&self, provider: &str) -> Result<Options, Vec<String>> {
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
         match self.cloud_provider.as_str() {
-            "hcloud" => {}
-            "" => errors.push("--cloud-provider: required; hcloud-ccm supports --cloud-provider=hcloud".to_owned()),
-            other => errors.push(format!("--cloud-provider: {other:?} is not supported; hcloud-ccm supports: hcloud")),
+            p if p == provider => {}
+            "" => errors.push(format!("--cloud-provider: required; this program supports --cloud-provider={provider}")),
+            other => errors.push(format!("--cloud-provider: {other:?} is not supported; supported: {provider}")),
         }
         if !self.allow_untagged_cloud {
-            errors.push(
-                "--allow-untagged-cloud: required: Hetzner Cloud has no cluster ID (the official chart always passes it)"
-                    .to_owned(),
-            );
+            errors.push(format!(
+                "--allow-untagged-cloud: required: the {provider} provider has no cluster ID (pass \
+                 --allow-untagged-cloud, as upstream deployments of this provider do)"
+            ));
         }
         errors.extend(validate_node_controller(self.concurrent_node_syncs, self.concurrent_node_status_updates));
+        if self.concurrent_service_syncs <= 0 {
+            errors.push("--concurrent-service-syncs: must be a positive number".to_owned());
+        }
         let controllers = controllers::resolve(&self.controllers).unwrap_or_else(|e| {
             errors.push(e);
             Vec::new()
         });
-        if self.leader_elect_resource_lock != "leases" {
-            errors.push(format!(
-                "--leader-elect-resource-lock: {:?} is not supported; only leases",
-                self.leader_elect_resource_lock
-            ));
-        }
+        let leader_election = self.leader_election(&mut errors);
         if !(self.kube_api_qps > 0.0 && self.kube_api_qps.is_finite()) {
             errors.push(format!("--kube-api-qps: must be a positive number, got {}", self.kube_api_qps));
         }
@@ -245,23 +236,32 @@ impl Args {
             ("--node-monitor-period", self.node_monitor_period),
             ("--node-status-update-frequency", self.node_status_update_frequency),
             ("--min-resync-period", self.min_resync_period),
+            ("--route-reconciliation-period", self.route_reconciliation_period),
         ] {
             if d.is_zero() {
                 errors.push(format!("{flag}: must be greater than 0"));
             }
         }
-        if self.leader_elect {
-            warnings.push(
-                "--leader-elect=true: leader election is not implemented yet; every replica acts. Run a single replica \
-                 (the official chart passes --leader-elect=false for one replica)"
-                    .to_owned(),
-            );
+        let bind_address = self.bind_address.parse::<std::net::IpAddr>().unwrap_or_else(|_| {
+            errors.push(format!(
+                "--bind-address: {:?} is not an IP address (e.g. 0.0.0.0, ::, 127.0.0.1)",
+                self.bind_address
+            ));
+            std::net::IpAddr::from([0, 0, 0, 0])
+        });
+        match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(_), None) => errors.push("--tls-private-key-file: required with --tls-cert-file".to_owned()),
+            (None, Some(_)) => errors.push("--tls-cert-file: required with --tls-private-key-file".to_owned()),
+            _ => {}
         }
         if !self.cloud_config.is_empty() {
             warnings.push(format!(
-                "--cloud-config={:?} is ignored: hcloud-ccm reads its Hetzner settings from the environment",
+                "--cloud-config={:?} is ignored: the {provider} provider reads its settings from the environment",
                 self.cloud_config
             ));
+        }
+        if self.cert_dir.is_some() {
+            warnings.push("--cert-dir is ignored: the self-signed serving certificate is kept in memory".to_owned());
         }
         if !errors.is_empty() {
             return Err(errors);
@@ -271,7 +271,82 @@ impl Args {
             0 => node_syncs,
             n => n,
         };
-        Ok(Settings { controllers, node_syncs, node_status_updates, warnings })
+        Ok(Options {
+            controllers,
+            node: NodeControllerConfig {
+                workers: node_syncs,
+                status_workers: node_status_updates,
+                status_update_frequency: self.node_status_update_frequency,
+            },
+            node_monitor_period: self.node_monitor_period,
+            min_resync_period: self.min_resync_period,
+            kube: KubeOptions {
+                kubeconfig: self.kubeconfig.clone(),
+                master: self.master.clone(),
+                qps: self.kube_api_qps,
+                burst: self.kube_api_burst,
+            },
+            leader_election,
+            serving: SecureServingOptions {
+                bind_address,
+                port: self.secure_port,
+                cert_file: self.tls_cert_file.clone(),
+                key_file: self.tls_private_key_file.clone(),
+            },
+            cluster_name: self.cluster_name.clone(),
+            logging: LoggingOptions { format: self.log_format, verbosity: self.verbosity },
+            warnings,
+        })
+    }
+
+    /// Upstream's leader-election checks (component-base `ValidateLeaderElectionConfiguration`),
+    /// naming the flags.
+    fn leader_election(&self, errors: &mut Vec<String>) -> Option<LeaderElectionOptions> {
+        if self.leader_elect_resource_lock != "leases" {
+            errors.push(format!(
+                "--leader-elect-resource-lock: {:?} is not supported; only leases",
+                self.leader_elect_resource_lock
+            ));
+        }
+        if !self.leader_elect {
+            return None;
+        }
+        let (lease, renew, retry) =
+            (self.leader_elect_lease_duration, self.leader_elect_renew_deadline, self.leader_elect_retry_period);
+        for (flag, d) in [
+            ("--leader-elect-lease-duration", lease),
+            ("--leader-elect-renew-deadline", renew),
+            ("--leader-elect-retry-period", retry),
+        ] {
+            if d.is_zero() {
+                errors.push(format!("{flag}: must be greater than zero"));
+            }
+        }
+        if lease <= renew {
+            errors.push(format!(
+                "--leader-elect-lease-duration ({lease:?}) must be greater than --leader-elect-renew-deadline ({renew:?})"
+            ));
+        }
+        if renew <= retry.mul_f64(1.2) {
+            errors.push(format!(
+                "--leader-elect-renew-deadline ({renew:?}) must be greater than 1.2 x --leader-elect-retry-period ({retry:?})"
+            ));
+        }
+        for (flag, v) in [
+            ("--leader-elect-resource-name", &self.leader_elect_resource_name),
+            ("--leader-elect-resource-namespace", &self.leader_elect_resource_namespace),
+        ] {
+            if v.is_empty() {
+                errors.push(format!("{flag}: must not be empty"));
+            }
+        }
+        Some(LeaderElectionOptions {
+            lease_duration: lease,
+            renew_deadline: renew,
+            retry_period: retry,
+            name: self.leader_elect_resource_name.clone(),
+            namespace: self.leader_elect_resource_namespace.clone(),
+        })
     }
 }
 
@@ -290,11 +365,24 @@ pub fn validate_node_controller(concurrent_node_syncs: i64, concurrent_node_stat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
-    fn parse(extra: &[&str]) -> Result<Args, clap::Error> {
-        let mut argv = vec!["hcloud-ccm"];
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        manager: ManagerArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<ManagerArgs, clap::Error> {
+        let mut argv = vec!["ccm"];
         argv.extend_from_slice(extra);
-        Args::try_parse_from(argv)
+        Cli::try_parse_from(argv).map(|c| c.manager)
+    }
+
+    fn valid(extra: &[&str]) -> Options {
+        let mut argv = vec!["--cloud-provider=fake", "--allow-untagged-cloud"];
+        argv.extend_from_slice(extra);
+        parse(&argv).expect("parses").validate("fake").expect("valid")
     }
 
     /// Upstream `TestDefaultFlags` for the flags that exist here.
@@ -306,6 +394,7 @@ mod tests {
         assert_eq!(a.leader_elect_lease_duration, Duration::from_secs(15));
         assert_eq!(a.leader_elect_renew_deadline, Duration::from_secs(10));
         assert_eq!(a.leader_elect_retry_period, Duration::from_secs(2));
+        assert_eq!(a.leader_elect_resource_lock, "leases");
         assert_eq!(a.leader_elect_resource_name, "cloud-controller-manager");
         assert_eq!(a.leader_elect_resource_namespace, "kube-system");
         assert_eq!(a.min_resync_period, Duration::from_secs(12 * 3600));
@@ -315,32 +404,72 @@ mod tests {
         assert_eq!(a.node_status_update_frequency, Duration::from_secs(300));
         assert_eq!(a.concurrent_node_syncs, 1);
         assert_eq!(a.concurrent_node_status_updates, 0);
+        assert_eq!(a.concurrent_service_syncs, 1);
         assert_eq!(a.cluster_name, "kubernetes");
         assert!(a.configure_cloud_routes);
         assert!(!a.allocate_node_cidrs);
         assert!(!a.allow_untagged_cloud);
         assert_eq!(a.route_reconciliation_period, Duration::from_secs(10));
+        assert_eq!(a.bind_address, "0.0.0.0");
         assert_eq!(a.secure_port, 10258);
+        assert_eq!((a.tls_cert_file, a.tls_private_key_file), (None, None));
     }
 
     #[test]
-    fn the_official_charts_arguments_are_accepted() {
-        let a = parse(&[
-            "--cloud-provider=hcloud",
-            "--allow-untagged-cloud",
+    fn upstream_deployment_arguments_are_accepted() {
+        let o = valid(&[
             "--route-reconciliation-period=30s",
             "--webhook-secure-port=0",
             "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true",
             "--allocate-node-cidrs=true",
             "--cluster-cidr=10.244.0.0/16",
             "--leader-elect=false",
+        ]);
+        assert_eq!(o.controllers, vec!["*"]);
+        assert_eq!((o.node.workers, o.node.status_workers), (1, 1));
+        assert!(o.leader_election.is_none());
+        assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+    }
+
+    #[test]
+    fn leader_election_options_follow_the_flags() {
+        let o = valid(&[
+            "--leader-elect-lease-duration=30s",
+            "--leader-elect-renew-deadline=20s",
+            "--leader-elect-retry-period=4s",
+            "--leader-elect-resource-name=my-ccm",
+            "--leader-elect-resource-namespace=infra",
+        ]);
+        let le = o.leader_election.expect("on by default");
+        assert_eq!(
+            (le.lease_duration, le.renew_deadline, le.retry_period),
+            (Duration::from_secs(30), Duration::from_secs(20), Duration::from_secs(4))
+        );
+        assert_eq!((le.name.as_str(), le.namespace.as_str()), ("my-ccm", "infra"));
+    }
+
+    #[test]
+    fn leader_election_timing_rules_name_the_flags() {
+        let errs = parse(&[
+            "--cloud-provider=fake",
+            "--allow-untagged-cloud",
+            "--leader-elect-lease-duration=10s",
+            "--leader-elect-renew-deadline=10s",
+            "--leader-elect-retry-period=9s",
+            "--leader-elect-resource-lock=configmaps",
         ])
-        .expect("parses");
-        assert!(a.allow_untagged_cloud && !a.leader_elect && a.allocate_node_cidrs);
-        let s = a.validate().expect("valid");
-        assert_eq!(s.controllers, vec!["*"]);
-        assert_eq!((s.node_syncs, s.node_status_updates), (1, 1));
-        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+        let text = errs.join("\n");
+        for needle in [
+            "--leader-elect-lease-duration (10s) must be greater than --leader-elect-renew-deadline (10s)",
+            "--leader-elect-renew-deadline (10s) must be greater than 1.2 x --leader-elect-retry-period (9s)",
+            "--leader-elect-resource-lock: \"configmaps\" is not supported; only leases",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in {text}");
+        }
+        assert_eq!(errs.len(), 3, "{text}");
     }
 
     #[test]
@@ -357,11 +486,17 @@ mod tests {
 
     #[test]
     fn semantic_errors_are_collected() {
-        let errs =
-            parse(&["--cloud-provider=aws", "--concurrent-node-syncs=0", "--controllers=*,bogus", "--kube-api-qps=0"])
-                .expect("parses")
-                .validate()
-                .unwrap_err();
+        let errs = parse(&[
+            "--cloud-provider=aws",
+            "--concurrent-node-syncs=0",
+            "--controllers=*,bogus",
+            "--kube-api-qps=0",
+            "--bind-address=everywhere",
+            "--tls-cert-file=/tmp/cert.pem",
+        ])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
         let text = errs.join("\n");
         for needle in [
             "--cloud-provider: \"aws\" is not supported",
@@ -369,20 +504,19 @@ mod tests {
             "concurrent-node-syncs must be a positive number",
             "unknown controller(s) bogus",
             "--kube-api-qps: must be a positive number",
+            "--bind-address: \"everywhere\" is not an IP address",
+            "--tls-private-key-file: required with --tls-cert-file",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in {text}");
         }
-        assert_eq!(errs.len(), 5);
+        assert_eq!(errs.len(), 7, "{text}");
     }
 
     #[test]
     fn status_workers_default_to_sync_workers() {
-        let s = parse(&["--cloud-provider=hcloud", "--allow-untagged-cloud", "--concurrent-node-syncs=7"])
-            .expect("parses")
-            .validate()
-            .expect("valid");
-        assert_eq!((s.node_syncs, s.node_status_updates), (7, 7));
-        assert_eq!(s.warnings.len(), 1, "leader election warning");
+        let o = valid(&["--concurrent-node-syncs=7"]);
+        assert_eq!((o.node.workers, o.node.status_workers), (7, 7));
+        assert!(o.warnings.is_empty(), "{:?}", o.warnings);
     }
 
     /// Upstream `TestNodeControllerValidation`.
@@ -403,15 +537,6 @@ mod tests {
         ];
         for (name, syncs, updates, expected) in cases {
             assert_eq!(validate_node_controller(syncs, updates), expected, "case {name:?}");
-        }
-    }
-
-    #[test]
-    fn help_lists_the_environment() {
-        let mut cmd = <Args as clap::CommandFactory>::command();
-        let help = cmd.render_long_help().to_string();
-        for var in ["HCLOUD_TOKEN", "HCLOUD_NETWORK", "HCLOUD_SERVER_CACHE_MODE", "--node-monitor-period"] {
-            assert!(help.contains(var), "{var} missing from --help");
         }
     }
 }

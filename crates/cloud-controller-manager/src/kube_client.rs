@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -19,38 +18,84 @@ use tower::{Layer, Service};
 /// Builds the connection config: `--kubeconfig` if given, else `--master` alone, else the
 /// pod's service account, else `$KUBECONFIG`/`~/.kube/config`. `--master` overrides the
 /// server URL.
-pub async fn connection_config(kubeconfig: Option<&Path>, master: Option<&str>) -> anyhow::Result<Config> {
+pub async fn connection_config(kubeconfig: Option<&Path>, master: Option<&str>) -> Result<Config, KubeClientError> {
+    let master_url = |m: &str| m.parse().map_err(|_| KubeClientError::Master(m.to_owned()));
     let mut config = match (kubeconfig, master) {
         (Some(path), _) => {
-            let kc = Kubeconfig::read_from(path).with_context(|| format!("--kubeconfig: cannot read {path:?}"))?;
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|source| KubeClientError::ReadKubeconfig { path: path.to_owned(), source })?;
             Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
-                .with_context(|| format!("--kubeconfig: {path:?} is not usable"))?
+                .map_err(|source| KubeClientError::UseKubeconfig { path: path.to_owned(), source })?
         }
-        (None, Some(master)) => {
-            Config::new(master.parse().with_context(|| format!("--master: {master:?} is not a URL"))?)
-        }
+        (None, Some(master)) => Config::new(master_url(master)?),
         (None, None) => match Config::incluster() {
             Ok(c) => c,
-            Err(in_cluster) => Config::infer().await.with_context(|| {
-                format!(
-                    "no Kubernetes connection: not in a cluster ({in_cluster}), and no usable $KUBECONFIG or \
-                     ~/.kube/config; pass --kubeconfig"
-                )
-            })?,
+            Err(in_cluster) => {
+                Config::infer().await.map_err(|infer| KubeClientError::NoConnection { in_cluster, infer })?
+            }
         },
     };
     if let Some(master) = master {
-        config.cluster_url = master.parse().with_context(|| format!("--master: {master:?} is not a URL"))?;
+        config.cluster_url = master_url(master)?;
     }
     config.connect_timeout = Some(Duration::from_secs(10));
     Ok(config)
 }
 
-/// A client whose requests are limited to `qps` per second with bursts of `burst`.
-pub fn rate_limited_client(config: Config, qps: f64, burst: u32) -> anyhow::Result<Client> {
-    let builder = ClientBuilder::try_from(config).context("cannot build the Kubernetes client")?;
+/// A client whose requests are limited to `qps` per second with bursts of `burst`, sending
+/// `user_agent` (upstream: `<program>/<version> (<os>/<arch>) <controller>`).
+pub fn rate_limited_client(
+    mut config: Config,
+    qps: f64,
+    burst: u32,
+    user_agent: &str,
+) -> Result<Client, KubeClientError> {
+    if let Ok(value) = http::HeaderValue::from_str(user_agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    let builder = ClientBuilder::try_from(config).map_err(KubeClientError::Build)?;
     Ok(builder.with_layer(&TokenBucketLayer::new(qps, burst)).build())
+}
+
+/// Why a Kubernetes client could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeClientError {
+    /// `--kubeconfig` could not be read.
+    #[error("--kubeconfig: cannot read {path:?}: {source}")]
+    ReadKubeconfig {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// `--kubeconfig` was read but is not usable.
+    #[error("--kubeconfig: {path:?} is not usable: {source}")]
+    UseKubeconfig {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// `--master` is not a URL.
+    #[error("--master: {0:?} is not a URL")]
+    Master(String),
+    /// Neither in a cluster nor a usable kubeconfig.
+    #[error(
+        "no Kubernetes connection: not in a cluster ({in_cluster}), and no usable $KUBECONFIG or ~/.kube/config \
+         ({infer}); pass --kubeconfig"
+    )]
+    NoConnection {
+        /// Why the in-cluster config failed.
+        in_cluster: kube::config::InClusterError,
+        /// Why the kubeconfig lookup failed.
+        infer: kube::config::InferConfigError,
+    },
+    /// The client could not be built from the config.
+    #[error("cannot build the Kubernetes client: {0}")]
+    Build(#[source] kube::Error),
 }
 
 /// A token bucket: `burst` tokens, refilled at `qps` per second. A request takes a token,

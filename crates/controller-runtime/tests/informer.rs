@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cloud_controllers::{Change, Informer};
+use controller_runtime::{Change, Informer};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, EventSource, Node, ObjectReference};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -72,13 +72,13 @@ impl EventRecorder {
 
     /// A Normal event.
     pub async fn normal(&self, regarding: &ObjectReference, reason: &str, note: String) {
-        info!(component = %self.component, object = ?regarding.name, reason, "{note}");
+        info!(component = %self.component, object = %describe(regarding), reason, "{note}");
         self.publish(regarding, EventType::Normal, reason, note).await;
     }
 
     /// A Warning event.
     pub async fn warning(&self, regarding: &ObjectReference, reason: &str, note: String) {
-        warn!(component = %self.component, object = ?regarding.name, reason, "{note}");
+        warn!(component = %self.component, object = %describe(regarding), reason, "{note}");
         self.publish(regarding, EventType::Warning, reason, note).await;
     }
 
@@ -168,13 +168,24 @@ fn hostname() -> Option<String> {
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_owned()))
 }
 
-/// The reference for events about a node (apiVersion v1, kind Node, name, UID).
-pub fn node_ref(node: &Node) -> ObjectReference {
+/// `Kind namespace/name` (or `Kind name`) for log lines.
+fn describe(r: &ObjectReference) -> String {
+    let kind = r.kind.as_deref().unwrap_or("object");
+    let name = r.name.as_deref().unwrap_or_default();
+    match r.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{kind} {ns}/{name}"),
+        _ => format!("{kind} {name}"),
+    }
+}
+
+/// The reference for events about `obj` (apiVersion, kind, namespace, name, UID).
+pub fn object_ref<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
     ObjectReference {
-        api_version: Some(Node::api_version(&()).into_owned()),
-        kind: Some(Node::kind(&()).into_owned()),
-        name: Some(node.name_any()),
-        uid: node.metadata.uid.clone(),
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        namespace: obj.meta().namespace.clone(),
+        name: Some(obj.name_any()),
+        uid: obj.meta().uid.clone(),
         ..Default::default()
     }
 }
@@ -193,14 +204,23 @@ mod tests {
     }
 
     #[test]
-    fn node_reference_has_api_version() {
-        let mut n = Node::default();
+    fn references_carry_api_version_kind_and_namespace() {
+        let mut n = k8s_openapi::api::core::v1::Node::default();
         n.metadata.name = Some("n1".into());
         n.metadata.uid = Some("u".into());
-        let r = node_ref(&n);
+        let r = object_ref(&n);
         assert_eq!(r.api_version.as_deref(), Some("v1"));
         assert_eq!(r.kind.as_deref(), Some("Node"));
         assert_eq!(r.name.as_deref(), Some("n1"));
         assert_eq!(r.uid.as_deref(), Some("u"));
+        assert_eq!(r.namespace, None);
+        assert_eq!(describe(&r), "Node n1");
+
+        let mut s = k8s_openapi::api::core::v1::Service::default();
+        s.metadata.name = Some("web".into());
+        s.metadata.namespace = Some("shop".into());
+        let r = object_ref(&s);
+        assert_eq!((r.kind.as_deref(), r.namespace.as_deref()), (Some("Service"), Some("shop")));
+        assert_eq!(describe(&r), "Service shop/web");
     }
 }

@@ -7,6 +7,8 @@
 //!   (client-go's `ItemExponentialFailureRateLimiter`: `base * 2^failures`, capped);
 //!   [`WorkQueue::forget`] resets the key's failure count.
 //! - [`WorkQueue::add_after`] re-adds a key after a fixed delay.
+//! - With [`WorkQueue::with_metrics`], depth, adds, retries and the time keys wait and are
+//!   worked on are exported under client-go's `workqueue_*` names.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -14,7 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{QueueMetrics, RuntimeMetrics};
 
 /// Per-key exponential backoff, like client-go's `ItemExponentialFailureRateLimiter`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,43 +46,70 @@ impl ExponentialBackoff {
 struct State<K> {
     queue: VecDeque<K>,
     dirty: HashSet<K>,
-    processing: HashSet<K>,
+    /// Keys being processed, with when their worker got them.
+    processing: HashMap<K, Instant>,
     failures: HashMap<K, u32>,
+    /// When each waiting key was added.
+    added: HashMap<K, Instant>,
 }
 
 /// A deduplicating, rate-limited work queue. Cheap to clone; clones share the queue.
 pub struct WorkQueue<K> {
+    name: Arc<str>,
     state: Arc<Mutex<State<K>>>,
     notify: Arc<Notify>,
     backoff: ExponentialBackoff,
     shutdown: CancellationToken,
+    metrics: QueueMetrics,
 }
 
 impl<K> Clone for WorkQueue<K> {
     fn clone(&self) -> Self {
         WorkQueue {
+            name: self.name.clone(),
             state: self.state.clone(),
             notify: self.notify.clone(),
             backoff: self.backoff,
             shutdown: self.shutdown.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
 
 impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
-    /// A queue whose rate-limited adds back off with `backoff`, closed when `shutdown` fires.
-    pub fn new(backoff: ExponentialBackoff, shutdown: CancellationToken) -> Self {
+    /// A queue named `name` (the metrics label) whose rate-limited adds back off with
+    /// `backoff`, closed when `shutdown` fires.
+    pub fn new(name: &str, backoff: ExponentialBackoff, shutdown: CancellationToken) -> Self {
         WorkQueue {
+            name: name.into(),
             state: Arc::new(Mutex::new(State {
                 queue: VecDeque::new(),
                 dirty: HashSet::new(),
-                processing: HashSet::new(),
+                processing: HashMap::new(),
                 failures: HashMap::new(),
+                added: HashMap::new(),
             })),
             notify: Arc::new(Notify::new()),
             backoff,
             shutdown,
+            metrics: QueueMetrics::default(),
         }
+    }
+
+    /// Exports this queue's metrics through `metrics`.
+    pub fn with_metrics(mut self, metrics: &RuntimeMetrics) -> Self {
+        self.metrics = metrics.queue(&self.name);
+        self
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The token that closes the queue.
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.shutdown
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
@@ -93,10 +125,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             if !s.dirty.insert(key.clone()) {
                 return;
             }
-            if s.processing.contains(&key) {
+            self.metrics.adds.inc();
+            s.added.insert(key.clone(), Instant::now());
+            if s.processing.contains_key(&key) {
                 return;
             }
             s.queue.push_back(key);
+            self.metrics.depth.set(s.queue.len() as i64);
         }
         self.notify.notify_one();
     }
@@ -125,6 +160,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             *failures = failures.saturating_add(1);
             d
         };
+        self.metrics.retries.inc();
         self.add_after(key, delay);
         delay
     }
@@ -146,8 +182,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             {
                 let mut s = self.lock();
                 if let Some(key) = s.queue.pop_front() {
+                    let now = Instant::now();
                     s.dirty.remove(&key);
-                    s.processing.insert(key.clone());
+                    if let Some(added) = s.added.remove(&key) {
+                        self.metrics.queue_duration.observe(now.saturating_duration_since(added));
+                    }
+                    s.processing.insert(key.clone(), now);
+                    self.metrics.depth.set(s.queue.len() as i64);
                     if !s.queue.is_empty() {
                         // Wake another worker for the rest.
                         self.notify.notify_one();
@@ -166,9 +207,12 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     pub fn done(&self, key: &K) {
         let requeue = {
             let mut s = self.lock();
-            s.processing.remove(key);
+            if let Some(started) = s.processing.remove(key) {
+                self.metrics.work_duration.observe(started.elapsed());
+            }
             if s.dirty.contains(key) {
                 s.queue.push_back(key.clone());
+                self.metrics.depth.set(s.queue.len() as i64);
                 true
             } else {
                 false
@@ -206,7 +250,7 @@ mod tests {
 
     #[tokio::test]
     async fn dedups_and_never_hands_out_a_key_twice() {
-        let q = WorkQueue::new(ExponentialBackoff::CONTROLLER_DEFAULT, CancellationToken::new());
+        let q = WorkQueue::new("test", ExponentialBackoff::CONTROLLER_DEFAULT, CancellationToken::new());
         q.add("a");
         q.add("a");
         q.add("b");
@@ -226,7 +270,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn rate_limited_adds_back_off_and_forget_resets() {
-        let q = WorkQueue::new(ExponentialBackoff::CONTROLLER_DEFAULT, CancellationToken::new());
+        let q = WorkQueue::new("test", ExponentialBackoff::CONTROLLER_DEFAULT, CancellationToken::new());
         assert_eq!(q.add_rate_limited("k"), Duration::from_millis(5));
         assert_eq!(q.add_rate_limited("k"), Duration::from_millis(10));
         assert_eq!(q.failures(&"k"), 2);
@@ -242,7 +286,7 @@ mod tests {
     #[tokio::test]
     async fn shutdown_releases_waiting_workers() {
         let token = CancellationToken::new();
-        let q: WorkQueue<&str> = WorkQueue::new(ExponentialBackoff::CONTROLLER_DEFAULT, token.clone());
+        let q: WorkQueue<&str> = WorkQueue::new("test", ExponentialBackoff::CONTROLLER_DEFAULT, token.clone());
         let waiter = tokio::spawn({
             let q = q.clone();
             async move { q.get().await }

@@ -2,9 +2,9 @@
 //! controller-manager's `IsControllerEnabled`).
 
 /// `cloud-node-controller`.
-pub const CLOUD_NODE: &str = "cloud-node-controller";
+pub const CLOUD_NODE: &str = cloud_controllers::node::CONTROLLER_NAME;
 /// `cloud-node-lifecycle-controller`.
-pub const CLOUD_NODE_LIFECYCLE: &str = "cloud-node-lifecycle-controller";
+pub const CLOUD_NODE_LIFECYCLE: &str = cloud_controllers::lifecycle::CONTROLLER_NAME;
 /// `service-lb-controller`.
 pub const SERVICE_LB: &str = "service-lb-controller";
 /// `node-route-controller`.

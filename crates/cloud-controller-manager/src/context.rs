@@ -1,0 +1,115 @@
+//! What every controller is started with: the cloud, the options, the shared informers, a
+//! Kubernetes client of its own, the metrics, and the token that stops it.
+
+use std::sync::Arc;
+
+use cloud_provider::Cloud;
+use controller_runtime::{ControllerIo, Informer, RuntimeMetrics};
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::Api;
+use kube::runtime::watcher;
+use kube::{Client, Config};
+use tokio_util::sync::CancellationToken;
+
+use crate::kube_client::{KubeClientError, rate_limited_client};
+use crate::options::Options;
+
+/// Builds one Kubernetes client per user (controller, informers, leader election), each
+/// with its own `--kube-api-qps`/`--kube-api-burst` token bucket and User-Agent, like
+/// upstream's `ClientBuilder.ClientOrDie(name)`.
+#[derive(Clone)]
+pub struct ClientFactory {
+    config: Config,
+    qps: f64,
+    burst: u32,
+    user_agent: String,
+}
+
+impl ClientFactory {
+    /// Clients for `config`; User-Agents read `<program>/<version> (<os>/<arch>) <user>`.
+    pub fn new(config: Config, qps: f64, burst: u32, program: &str, version: &str) -> Self {
+        let user_agent = format!("{program}/{version} ({}/{})", std::env::consts::OS, std::env::consts::ARCH);
+        ClientFactory { config, qps, burst, user_agent }
+    }
+
+    /// A client for `user` (e.g. a controller's name).
+    pub fn client(&self, user: &str) -> Result<Client, KubeClientError> {
+        rate_limited_client(self.config.clone(), self.qps, self.burst, &format!("{} {user}", self.user_agent))
+    }
+}
+
+/// The shared informers. The Service informer exists only once a controller asks for it, so
+/// a manager without a service controller does not watch Services.
+pub struct Informers {
+    /// Nodes (every controller reads these).
+    pub nodes: Informer<Node>,
+    services: Option<Informer<Service>>,
+    client: Client,
+    resync: std::time::Duration,
+}
+
+impl Informers {
+    /// Informers reading through `client`, replaying their caches every `resync`.
+    pub fn new(client: Client, resync: std::time::Duration) -> Self {
+        let nodes = Informer::new(Api::all(client.clone()), watcher::Config::default()).resync_every(resync);
+        Informers { nodes, services: None, client, resync }
+    }
+
+    /// The Service informer, created on first use.
+    pub fn services(&mut self) -> &mut Informer<Service> {
+        let (client, resync) = (&self.client, self.resync);
+        self.services.get_or_insert_with(|| {
+            Informer::new(Api::all(client.clone()), watcher::Config::default()).resync_every(resync)
+        })
+    }
+
+    /// Runs every informer until `shutdown`.
+    pub async fn run(self, shutdown: CancellationToken) {
+        match self.services {
+            Some(services) => {
+                tokio::join!(self.nodes.run(shutdown.clone()), services.run(shutdown));
+            }
+            None => self.nodes.run(shutdown).await,
+        }
+    }
+}
+
+/// What a controller is started with.
+pub struct ControllerContext<C: Cloud> {
+    /// The provider.
+    pub cloud: Arc<C>,
+    /// The manager's options.
+    pub options: Options,
+    /// The shared informers.
+    pub informers: Informers,
+    /// Stops the controllers (leadership lost, or shutdown).
+    pub stop: CancellationToken,
+    clients: ClientFactory,
+    field_manager: String,
+    metrics: RuntimeMetrics,
+}
+
+impl<C: Cloud> ControllerContext<C> {
+    /// A context; `field_manager` names every write of every controller.
+    pub fn new(
+        cloud: Arc<C>,
+        options: Options,
+        informers: Informers,
+        clients: ClientFactory,
+        field_manager: &str,
+        metrics: RuntimeMetrics,
+        stop: CancellationToken,
+    ) -> Self {
+        ControllerContext { cloud, options, informers, stop, clients, field_manager: field_manager.to_owned(), metrics }
+    }
+
+    /// The I/O handles for controller `name`: its own rate-limited client, the field manager
+    /// and the shared metrics.
+    pub fn io(&self, name: &str) -> Result<ControllerIo, KubeClientError> {
+        Ok(ControllerIo {
+            client: self.clients.client(name)?,
+            field_manager: self.field_manager.clone(),
+            metrics: self.metrics.clone(),
+        })
+    }
+}

@@ -1,0 +1,30 @@
+//! The Rust counterpart of `k8s.io/cloud-provider/app`: everything a cloud-controller-manager
+//! binary needs besides its provider.
+//!
+//! ```text
+//!  program's clap parser ──flatten──► ManagerArgs (upstream flags) ──validate──► Options
+//!  program: provider config + Cloud (consults Manager::fence() before side effects)
+//!                                   │
+//!  Manager::run(cloud, shutdown) ───┤ per-user Kubernetes clients (QPS token buckets)
+//!                                   │ shared informers (Nodes; Services on demand)
+//!                                   │ registry: --controllers ─► build each enabled controller
+//!                                   │   (cloud-node, cloud-node-lifecycle, ...) on a child token
+//!                                   └ SIGTERM/SIGINT ─► stop controllers, drain, close fence
+//! ```
+//!
+//! Nothing here names a particular cloud: the program passes its [`Identity`] (name, version,
+//! field manager) and the `--cloud-provider` value it implements.
+
+pub mod args;
+pub mod context;
+pub mod controllers;
+pub mod fence;
+pub mod kube_client;
+pub mod logging;
+pub mod manager;
+pub mod options;
+
+pub use args::{LogFormat, ManagerArgs};
+pub use fence::Fence;
+pub use manager::{Identity, Manager, ManagerError, shutdown_on_signals};
+pub use options::Options;

@@ -1,0 +1,76 @@
+//! The command line: upstream's cloud-controller-manager flags (from
+//! `cloud-controller-manager`) plus the help text for the Hetzner environment variables.
+
+use clap::Parser;
+use cloud_controller_manager::ManagerArgs;
+use hcloud_provider::config::ENV_HELP;
+
+fn env_help() -> String {
+    let mut s = String::from("Environment (Hetzner settings, same names as the official CCM):\n");
+    for (k, v) in ENV_HELP {
+        s.push_str(&format!("  {k}\n      {v}\n"));
+    }
+    s.push_str(
+        "\nFlags marked [compat] are accepted so the official chart's arguments work, and have no effect.\n\
+         Logs: RUST_LOG overrides --v (e.g. RUST_LOG=hcloud_provider=debug); NO_COLOR turns colours off.",
+    );
+    s
+}
+
+/// hcloud-ccm: the Kubernetes cloud-controller-manager for Hetzner Cloud.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "hcloud-ccm", version, about, after_long_help = env_help(), after_help = "Run with --help for the environment variables.")]
+pub struct Cli {
+    /// Upstream's flags.
+    #[command(flatten)]
+    pub manager: ManagerArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_official_charts_arguments_are_accepted() {
+        let cli = Cli::try_parse_from([
+            "hcloud-ccm",
+            "--cloud-provider=hcloud",
+            "--allow-untagged-cloud",
+            "--route-reconciliation-period=30s",
+            "--webhook-secure-port=0",
+            "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true",
+            "--allocate-node-cidrs=true",
+            "--cluster-cidr=10.244.0.0/16",
+            "--leader-elect=false",
+        ])
+        .expect("parses");
+        let options = cli.manager.validate(hcloud_provider::PROVIDER_NAME).expect("valid");
+        assert!(options.leader_election.is_none());
+        assert!(options.warnings.is_empty(), "{:?}", options.warnings);
+    }
+
+    #[test]
+    fn another_cloud_provider_is_refused() {
+        let cli =
+            Cli::try_parse_from(["hcloud-ccm", "--cloud-provider=aws", "--allow-untagged-cloud"]).expect("parses");
+        let errors = cli.manager.validate(hcloud_provider::PROVIDER_NAME).unwrap_err();
+        assert_eq!(errors, vec!["--cloud-provider: \"aws\" is not supported; supported: hcloud".to_owned()]);
+    }
+
+    #[test]
+    fn help_lists_the_environment_and_upstream_flags() {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let help = cmd.render_long_help().to_string();
+        for needle in [
+            "HCLOUD_TOKEN",
+            "HCLOUD_NETWORK",
+            "HCLOUD_SERVER_CACHE_MODE",
+            "--node-monitor-period",
+            "--leader-elect-lease-duration",
+            "--secure-port",
+            "NO_COLOR",
+        ] {
+            assert!(help.contains(needle), "{needle} missing from --help");
+        }
+    }
+}
