@@ -101,6 +101,40 @@ pub const ENV_HELP: &[(&str, &str)] = &[
 
 pub use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 
+/// Variables of the official CCM that hcloud-ccm accepts but does not act on yet, with what
+/// is missing. Setting one logs a warning at start-up, so nobody relies on it unknowingly.
+pub const NOT_ACTED_ON: &[(&str, &str)] = &[
+    ("HCLOUD_LOAD_BALANCERS_ENABLED", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_LOCATION", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_DISABLE_IPV6", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_TYPE", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", LOAD_BALANCERS_MISSING),
+    ("HCLOUD_NETWORK_ROUTES_ENABLED", "hcloud-ccm does not manage routes yet (node-route-controller)"),
+    (
+        "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK",
+        "hcloud-ccm does not query the metadata service for the attached-network check",
+    ),
+    ("ROBOT_USER", ROBOT_MISSING),
+    ("ROBOT_USER_FILE", ROBOT_MISSING),
+    ("ROBOT_PASSWORD", ROBOT_MISSING),
+    ("ROBOT_PASSWORD_FILE", ROBOT_MISSING),
+    ("ROBOT_CACHE_TIMEOUT", ROBOT_MISSING),
+    ("ROBOT_RATE_LIMIT_WAIT_TIME", ROBOT_MISSING),
+    ("ROBOT_FORWARD_INTERNAL_IPS", ROBOT_MISSING),
+];
+
+const LOAD_BALANCERS_MISSING: &str = "hcloud-ccm does not manage load balancers yet (service-lb-controller)";
+const ROBOT_MISSING: &str = "hcloud-ccm does not support Robot (dedicated) servers yet";
+
 impl Config {
     /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigErrors> {
@@ -187,6 +221,12 @@ impl Config {
             None => Duration::from_secs(10),
         };
         let lifecycle_max_age = duration(&mut errors, "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", Duration::from_secs(60));
+
+        for (k, missing) in NOT_ACTED_ON {
+            if var(k).is_some() {
+                warnings.push(format!("{k} is set but has no effect: {missing}"));
+            }
+        }
 
         if boolean(&mut errors, "ROBOT_ENABLED", false) {
             errors.push(
@@ -286,6 +326,26 @@ mod tests {
         assert!(!format!("{c:?}").contains("shorttoken-secret"));
         assert_eq!(c.warnings.len(), 1);
         assert!(c.warnings[0].contains("64"));
+    }
+
+    #[test]
+    fn official_variables_not_acted_on_yet_are_named_in_a_warning() {
+        let c = Config::from_env(env(&[
+            ("HCLOUD_TOKEN", &"x".repeat(64)),
+            ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
+            ("HCLOUD_NETWORK_ROUTES_ENABLED", "false"),
+            ("HCLOUD_LOAD_BALANCERS_LOCATION", ""),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            c.warnings,
+            vec![
+                "HCLOUD_LOAD_BALANCERS_TYPE is set but has no effect: hcloud-ccm does not manage load balancers yet \
+                 (service-lb-controller)",
+                "HCLOUD_NETWORK_ROUTES_ENABLED is set but has no effect: hcloud-ccm does not manage routes yet \
+                 (node-route-controller)",
+            ]
+        );
     }
 
     #[test]

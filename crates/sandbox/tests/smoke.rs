@@ -26,4 +26,7 @@ async fn sandbox_initializes_its_nodes_and_stops_cleanly() {
     assert!(out.contains("[node node-1] initialized; providerID=hcloud://"), "{out}");
     assert!(out.contains("type=cpx22 region=fsn1 zone=fsn1-dc14"), "{out}");
     assert!(out.contains("InternalIP=10.0.0."), "{out}");
+    // A newcomer's first screen shows no warnings from hcloud-ccm.
+    let warnings: Vec<&str> = out.lines().filter(|l| l.starts_with("[hcloud-ccm]") && l.contains(" WARN ")).collect();
+    assert!(warnings.is_empty(), "hcloud-ccm warned in the sandbox: {warnings:#?}");
 }

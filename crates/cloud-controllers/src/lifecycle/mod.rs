@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  every --node-monitor-period: nodes from the shared cache
-//!     ├─ prefetch(nodes that turned NotReady since the last pass, Recheck)  (current answers)
+//!     ├─ prefetch(initialized nodes newly seen NotReady, Recheck)   (current answers, at once)
 //!     ├─ prefetch(not-ready nodes, Lifecycle)        (one bulk lookup where it pays off)
 //!     └─ per node, concurrently: decide (Ready? exists? shut down?) ─► write (pure) ─► API
 //!            Ready=True          → remove the shutdown taint if present
@@ -30,6 +30,7 @@ use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
 
+use crate::node::plan::is_uninitialized;
 use decide::{LifecycleDecision, LifecycleWrite, decide, is_ready};
 
 /// Upstream's name of this controller (events, logs).
@@ -106,8 +107,10 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             .await;
     }
 
-    /// Records each node's readiness; returns the nodes that were Ready in the previous pass and
-    /// are not now.
+    /// Records each node's readiness; returns the initialized nodes that are not Ready now and
+    /// were not seen NotReady in the previous pass (they turned NotReady, or this controller
+    /// just started and knows nothing older). New nodes still waiting for initialization are
+    /// left out: the node controller is looking their servers up anyway.
     fn note_readiness(&self, nodes: &[Arc<Node>]) -> Vec<Arc<Node>> {
         // Whole-entry inserts only; a poisoned map is still consistent.
         let mut was_ready = self.was_ready.lock().unwrap_or_else(|e| e.into_inner());
@@ -116,7 +119,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
         for node in nodes {
             let uid = node.metadata.uid.clone().unwrap_or_else(|| node.name_any());
             let ready = is_ready(node);
-            if !ready && was_ready.get(&uid) == Some(&true) {
+            if !ready && !is_uninitialized(node) && was_ready.get(&uid) != Some(&false) {
                 turned.push(node.clone());
             }
             now_ready.insert(uid, ready);
