@@ -196,9 +196,9 @@ impl LeaderElector {
                             failures.succeeded(ctx);
                             let mut leadership = Leadership::start(ctx.clone(), snapshot, sent);
                             if shutdown.is_cancelled() {
-                                if let Err(error) = leadership.release_now().await {
-                                    tracing::warn!(lease = %ctx.lease, %error, "releasing the lease acquired during shutdown failed; it expires by itself");
-                                }
+                                // Acquired while shutting down: hand it over at once (a failure
+                                // is logged by release_now; the lease then expires by itself).
+                                let _ = leadership.release_now().await;
                                 return None;
                             }
                             return Some(leadership);
@@ -370,6 +370,17 @@ impl Leadership {
     }
 
     async fn release_now(&mut self) -> Result<(), Error> {
+        let result = self.try_release().await;
+        if let Err(error) = &result {
+            tracing::warn!(lease = %self.ctx.lease, %error, "releasing the lease failed; it expires by itself");
+            if self.lost.is_none() {
+                self.ctx.state.send_replace(LeaderState::Stopped);
+            }
+        }
+        result
+    }
+
+    async fn try_release(&mut self) -> Result<(), Error> {
         self.term.released();
         let ctx = self.ctx.clone();
         let deadline = Instant::now() + ctx.timing.renew_deadline;
@@ -490,3 +501,7 @@ async fn watchdog(ctx: Arc<Ctx>, term: Arc<Term>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "elector_tests.rs"]
+mod tests;
