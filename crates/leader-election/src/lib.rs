@@ -88,3 +88,19 @@ pub use config::{
 pub use elector::{LeaderElector, Leadership};
 pub use fence::{Fence, HealthCheck, Unhealthy};
 pub use state::{Error, LeaderState, Lost, LostReason};
+
+#[cfg(test)]
+mod tests {
+    /// The application moves these across tasks and into synchronous callbacks.
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn send_sync_static<T: Send + Sync + 'static>() {}
+        fn send_static<T: Send + 'static>() {}
+        send_sync_static::<crate::Fence>();
+        send_sync_static::<crate::HealthCheck>();
+        send_sync_static::<crate::LeaderElector>();
+        send_static::<crate::Leadership>();
+        send_sync_static::<crate::Lost>();
+        send_sync_static::<crate::Error>();
+    }
+}
