@@ -19,7 +19,7 @@
 //! ```
 //!
 //! All decisions are pure functions of the observed Lease and the local monotonic time
-//! ([`decide`](crate) module, unit-tested over synthetic instants); the I/O layer only sends
+//! (the private `decide` module, unit-tested over synthetic instants); the I/O layer only sends
 //! the requests they ask for.
 //!
 //! # Semantics

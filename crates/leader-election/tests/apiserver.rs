@@ -227,24 +227,30 @@ async fn a_foreign_write_conflicts_and_the_leader_retries_with_the_fresh_version
     let touched_at = Instant::now();
     let touched_renew = spec(&touched).renew_time;
 
-    // The leader re-reads and renews on top of the foreign write, keeping it.
-    let renewed = test_harness::wait_for(&api, &name, PATIENCE, "a renewal after the foreign write", |l| {
-        l.is_some_and(|l| spec(l).renew_time > touched_renew)
+    // The leader's next PUT conflicts; it re-reads and renews on top of the foreign write.
+    let pattern = |requests: &[(String, Option<u16>)]| {
+        let conflict = requests.iter().position(|r| *r == ("PUT".to_owned(), Some(409)))?;
+        let next: Vec<_> = requests.iter().skip(conflict + 1).take(2).cloned().collect();
+        Some(next)
+    };
+    test_harness::wait_until(PATIENCE, "a conflict and two answered requests after it", async || {
+        pattern(&log.summary_since(touched_at))
+            .is_some_and(|next| next.len() == 2 && next.iter().all(|r| r.1.is_some()))
     })
-    .await?
-    .context("lease")?;
+    .await?;
+    let after = log.summary_since(touched_at);
+    assert_eq!(
+        pattern(&after),
+        Some(vec![("GET".to_owned(), Some(200)), ("PUT".to_owned(), Some(200))]),
+        "409 → re-read → renew: {after:?}"
+    );
+    let renewed = api.get(&name).await?;
     assert_eq!(holder(&renewed), "a_1");
+    assert!(spec(&renewed).renew_time > touched_renew, "renewed after the foreign write");
     assert_eq!(
         renewed.metadata.annotations.as_ref().and_then(|a| a.get("example.com/touched")).map(String::as_str),
         Some("yes"),
         "the renewal was built on the fresh object"
-    );
-    let after: Vec<_> = log.summary_since(touched_at);
-    let conflict = after.iter().position(|r| *r == ("PUT".to_owned(), Some(409))).context("a 409")?;
-    assert_eq!(
-        after[conflict + 1..conflict + 3],
-        [("GET".to_owned(), Some(200)), ("PUT".to_owned(), Some(200))],
-        "409 → re-read → renew: {after:?}"
     );
     assert!(fence.is_current() && a.is_leading(), "a conflict on our own lease is not a loss");
     a.stop().await?;
@@ -409,8 +415,12 @@ async fn partitioned_leader_loses_before_anyone_takes_over(partition: fn(&TcpPro
     let mut b = Candidate::spawn(control_plane.admin_client().await?, short_config(NAMESPACE, &name, "b_2"))?;
     let expected = LeaderState::Standby { holder: Some("a_1".to_owned()) };
     b.wait_state(PATIENCE, "observes a", |s| *s == expected).await?;
-    // Let a renew a few times through the proxy.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // Wait until a renewed through the proxy at least twice.
+    let first_valid_until = fence.valid_until().context("open fence")?;
+    test_harness::wait_until(PATIENCE, "two renewals through the proxy", async || {
+        fence.valid_until().is_some_and(|v| v >= first_valid_until + Duration::from_millis(1000))
+    })
+    .await?;
     assert!(fence.is_current());
 
     partition(&proxy);
