@@ -23,6 +23,11 @@
 //!   `core/v1` and `events.k8s.io/v1`.
 //! - [`ChildProcess`] runs a binary under test (`hcloud-ccm`, `hcloud-fake`) with its output
 //!   in a log file, exit-status capture, graceful stop, and a log dump when a test panics.
+//! - [`TcpProxy`] sits between a client and the API server (or any TCP service) and can
+//!   [`cut`](TcpProxy::cut) or [`blackhole`](TcpProxy::blackhole) all traffic and
+//!   [`restore`](TcpProxy::restore) it, for partition tests.
+//!   [`ControlPlane::client_via`] and [`ControlPlane::kubeconfig_via`] reach the API server
+//!   through a proxy (TLS passes through; the serving certificate is valid for 127.0.0.1).
 //!
 //! # Lifelines: no process survives the test binary
 //!
@@ -76,6 +81,7 @@ mod events;
 mod lifeline;
 mod node;
 mod process;
+mod proxy;
 pub mod rbac;
 mod wait;
 
@@ -88,6 +94,7 @@ pub use error::HarnessError;
 pub use events::{EventApi, ObservedEvent, events_for, wait_for_event};
 pub use node::{NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TAINT_KEY, set_ready};
 pub use process::{ChildProcess, DEFAULT_STOP_GRACE};
+pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};
 
 /// A name unique within the process and very likely across processes: `<prefix>-<n><random>`,

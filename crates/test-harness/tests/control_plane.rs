@@ -295,3 +295,56 @@ fn shared_is_one_instance_across_runtimes() -> Result<()> {
     assert!(control_plane.is_running());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_proxy_partitions_clients_from_the_apiserver_and_heals_them() -> Result<()> {
+    let control_plane = ControlPlane::shared().await?;
+    let proxy = control_plane.apiserver_proxy()?;
+    assert_eq!(proxy.target(), control_plane.apiserver_addr()?);
+    // TLS is verified end to end through the proxy (the certificate is for 127.0.0.1).
+    let client = control_plane.client_via(control_plane.ccm_kubeconfig(), &proxy).await?;
+    let nodes: Api<Node> = Api::all(client);
+    nodes.list(&ListParams::default().limit(1)).await.context("listing through the proxy")?;
+    ensure!(proxy.accepted_connections() >= 1);
+
+    // Cut: requests fail promptly instead of hanging.
+    proxy.cut();
+    let cut = tokio::time::timeout(Duration::from_secs(20), nodes.list(&ListParams::default().limit(1))).await;
+    assert!(matches!(cut, Ok(Err(_))), "a request while cut fails (not hangs, not succeeds): {cut:?}");
+    proxy.restore();
+    test_harness::wait_until(Duration::from_secs(30), "a request through the restored proxy", async || {
+        nodes.list(&ListParams::default().limit(1)).await.is_ok()
+    })
+    .await?;
+
+    // Blackhole: requests hang; after restoring they succeed again.
+    proxy.blackhole();
+    let stalled = tokio::time::timeout(Duration::from_secs(1), nodes.list(&ListParams::default().limit(1))).await;
+    assert!(stalled.is_err(), "a request through a blackholed proxy neither succeeds nor fails: {stalled:?}");
+    proxy.restore();
+    test_harness::wait_until(Duration::from_secs(30), "a request after the blackhole", async || {
+        matches!(
+            tokio::time::timeout(Duration::from_secs(5), nodes.list(&ListParams::default().limit(1))).await,
+            Ok(Ok(_))
+        )
+    })
+    .await?;
+
+    // A kubeconfig file for child processes, through the proxy.
+    let kubeconfig = control_plane.kubeconfig_via(control_plane.admin_kubeconfig(), &proxy)?;
+    let kubectl = |args: &'static [&'static str]| {
+        tokio::process::Command::new(control_plane.kubectl_path())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--request-timeout=5s"])
+            .args(args)
+            .output()
+    };
+    let output = kubectl(&["get", "namespace", "kube-system", "-o", "name"]).await?;
+    ensure!(output.status.success(), "kubectl via the proxy failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "namespace/kube-system");
+    proxy.cut();
+    let output = kubectl(&["get", "namespace", "kube-system", "-o", "name"]).await?;
+    ensure!(!output.status.success(), "kubectl must fail while the proxy is cut");
+    Ok(())
+}
