@@ -322,6 +322,11 @@ impl ManagerArgs {
                 errors.push(format!("{flag}: must be greater than zero"));
             }
         }
+        if lease.subsec_nanos() != 0 {
+            errors.push(format!(
+                "--leader-elect-lease-duration ({lease:?}) must be a whole number of seconds (the Lease stores seconds)"
+            ));
+        }
         if lease <= renew {
             errors.push(format!(
                 "--leader-elect-lease-duration ({lease:?}) must be greater than --leader-elect-renew-deadline ({renew:?})"

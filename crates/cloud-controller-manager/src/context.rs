@@ -103,6 +103,11 @@ impl<C: Cloud> ControllerContext<C> {
         ControllerContext { cloud, options, informers, stop, clients, field_manager: field_manager.to_owned(), metrics }
     }
 
+    /// The client factory (for users other than controllers, e.g. leader election).
+    pub fn clients(&self) -> &ClientFactory {
+        &self.clients
+    }
+
     /// The I/O handles for controller `name`: its own rate-limited client, the field manager
     /// and the shared metrics.
     pub fn io(&self, name: &str) -> Result<ControllerIo, KubeClientError> {

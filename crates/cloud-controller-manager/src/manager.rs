@@ -8,15 +8,17 @@ use std::time::Duration;
 
 use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController};
 use cloud_provider::Cloud;
-use controller_runtime::RuntimeMetrics;
+use controller_runtime::{EventRecorder, RuntimeMetrics};
+use k8s_openapi::api::core::v1::ObjectReference;
+use leader_election::{ElectionConfig, LeaderElector, Leadership, default_identity};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::context::{ClientFactory, ControllerContext, Informers};
 use crate::controllers::{self, is_enabled};
 use crate::fence::Fence;
 use crate::kube_client::{KubeClientError, connection_config};
-use crate::options::Options;
+use crate::options::{LeaderElectionOptions, Options};
 
 /// How long controllers get to finish after a stop request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -38,6 +40,12 @@ pub enum ManagerError {
     /// No Kubernetes client.
     #[error(transparent)]
     Kube(#[from] KubeClientError),
+    /// The leader election settings were refused.
+    #[error("leader election: {0}")]
+    LeaderElectionConfig(#[from] leader_election::ConfigError),
+    /// Leadership was lost: the process stops so that only the new leader acts (fail-stop).
+    #[error("leaderelection lost: {0}")]
+    LeadershipLost(#[from] leader_election::Lost),
 }
 
 type ControllerTask = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -83,7 +91,32 @@ impl Manager {
         let mut ctx =
             ControllerContext::new(cloud, options, informers, clients, identity.field_manager, metrics, stop.clone());
         let controllers = build_controllers(&mut ctx)?;
+        let election = match &ctx.options.leader_election {
+            Some(le) => Some((le.clone(), ctx.clients().client("leader-election")?)),
+            None => None,
+        };
+        // Informers warm up before leadership is won; controllers start only once it is held.
         let informer_task = tokio::spawn(ctx.informers.run(shutdown.clone()));
+
+        let mut leadership = match election {
+            None => None,
+            Some((le, client)) => {
+                fence.standby();
+                match acquire(client, &le, &shutdown).await? {
+                    Some(l) => Some(l),
+                    None => {
+                        info!("stopped before becoming the leader");
+                        fence.close("the controller manager stopped");
+                        informer_task.abort();
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        if let Some(l) = &leadership {
+            let lease = l.fence();
+            fence.leading(move || lease.is_current());
+        }
 
         let names: Vec<&str> = controllers.iter().map(|(name, _)| *name).collect();
         let mut tasks = tokio::task::JoinSet::new();
@@ -92,17 +125,72 @@ impl Manager {
         }
         info!(controllers = ?names, version = identity.version, "{} started", identity.program);
 
-        shutdown.cancelled().await;
+        let outcome = match leadership.as_mut() {
+            Some(l) => l.keep(&shutdown).await,
+            None => {
+                shutdown.cancelled().await;
+                Ok(())
+            }
+        };
+        if let Err(lost) = outcome {
+            // Fail-stop: nothing more reaches the cloud, the controllers stop, the process
+            // exits non-zero (upstream: "leaderelection lost").
+            fence.close(format!("leadership lost: {lost}"));
+            error!(error = %lost, "leadership lost; stopping");
+            stop.cancel();
+            informer_task.abort();
+            return Err(ManagerError::LeadershipLost(lost));
+        }
         info!("shutting down");
         stop.cancel();
         if tokio::time::timeout(SHUTDOWN_GRACE, async { while tasks.join_next().await.is_some() {} }).await.is_err() {
             warn!(grace = ?SHUTDOWN_GRACE, "controllers did not stop in time; exiting anyway");
         }
         fence.close("the controller manager stopped");
+        if let Some(l) = leadership {
+            // Hand over at once instead of letting a standby wait out the lease.
+            match l.release().await {
+                Ok(()) => info!("leader lease released"),
+                Err(e) => warn!(error = %e, "could not release the leader lease; a standby takes over when it expires"),
+            }
+        }
         informer_task.abort();
         info!("stopped");
         Ok(())
     }
+}
+
+/// Waits for leadership (upstream: `leaderelection.RunOrDie`), announcing it with a
+/// `LeaderElection` event on the Lease like client-go. `None` if `shutdown` fired first.
+async fn acquire(
+    client: kube::Client,
+    options: &LeaderElectionOptions,
+    shutdown: &CancellationToken,
+) -> Result<Option<Leadership>, ManagerError> {
+    let identity = default_identity();
+    let config = ElectionConfig {
+        namespace: options.namespace.clone(),
+        name: options.name.clone(),
+        identity: identity.clone(),
+        lease_duration: options.lease_duration,
+        renew_deadline: options.renew_deadline,
+        retry_period: options.retry_period,
+    };
+    let elector = LeaderElector::new(client.clone(), config)?;
+    info!(lease = %elector.config().lease_ref(), %identity, "attempting to acquire leader lease");
+    let Some(leadership) = elector.acquire(shutdown).await else { return Ok(None) };
+    info!(lease = %elector.config().lease_ref(), %identity, "successfully acquired lease");
+    let lease = ObjectReference {
+        api_version: Some("coordination.k8s.io/v1".to_owned()),
+        kind: Some("Lease".to_owned()),
+        namespace: Some(options.namespace.clone()),
+        name: Some(options.name.clone()),
+        ..Default::default()
+    };
+    EventRecorder::new(client, "leader-election")
+        .normal(&lease, "LeaderElection", format!("{identity} became leader"))
+        .await;
+    Ok(Some(leadership))
 }
 
 /// Constructs every enabled controller the provider supports (upstream `app/core.go`), wiring
