@@ -55,11 +55,6 @@ impl FakeHandle {
         }
     }
 
-    /// The axum router serving `/v1` and `/_fake` for this fake.
-    pub fn router(&self) -> axum::Router {
-        crate::http::router(self.clone())
-    }
-
     /// Runs `f` on the state after settling due actions.
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = lock(&self.shared.state);

@@ -36,7 +36,7 @@ impl FakeServer {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let router = handle.router();
+        let router = crate::http::router(handle.clone());
         let task = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move {

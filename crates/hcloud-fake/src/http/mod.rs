@@ -9,6 +9,7 @@ pub(crate) mod extract;
 mod load_balancers;
 mod networks;
 pub(crate) mod pipeline;
+mod respond;
 mod servers;
 
 use axum::Router;
@@ -86,6 +87,14 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/load_balancer_types/{id}", get(catalog::get_load_balancer_type))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+}
+
+impl FakeHandle {
+    /// The axum router serving `/v1` and `/_fake` for this fake (serve it yourself, or use
+    /// [`crate::FakeServer`]).
+    pub fn router(&self) -> Router {
+        router(self.clone())
+    }
 }
 
 /// The full router of a fake: `/v1/...`, `/_fake/...`, wrapped in the request pipeline.

@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
+use super::respond::ErrorCode;
 use crate::control::RequestRecord;
 use crate::error::ApiError;
 use crate::faults::path_template;
@@ -21,10 +22,6 @@ use crate::time::{now_unix_ms, rfc3339_ms};
 
 static CORRELATION: AtomicU64 = AtomicU64::new(1);
 static PROCESS_TAG: OnceLock<u64> = OnceLock::new();
-
-/// The error code of an error response produced by the fake (a response extension).
-#[derive(Debug, Clone)]
-pub(crate) struct ErrorCode(pub String);
 
 fn correlation_id() -> String {
     let n = CORRELATION.fetch_add(1, Ordering::Relaxed);
