@@ -245,6 +245,17 @@ impl FakeHandle {
         lock(&self.shared.metrics).log()
     }
 
+    /// The requests sent with one token, oldest first: `fingerprint` as in
+    /// [`RequestRecord::token_fingerprint`] (see [`crate::token_fingerprint`]).
+    pub fn request_log_for(&self, fingerprint: &str) -> Vec<RequestRecord> {
+        lock(&self.shared.metrics).log_where(|r| r.token_fingerprint.as_deref() == Some(fingerprint))
+    }
+
+    /// The requests sent with `token`, oldest first (the token is only hashed, never stored).
+    pub fn request_log_for_token(&self, token: &str) -> Vec<RequestRecord> {
+        self.request_log_for(&crate::control::token_fingerprint(token))
+    }
+
     /// Clears counters and log only.
     pub fn reset_requests(&self) {
         lock(&self.shared.metrics).reset();

@@ -4,8 +4,10 @@
 mod actions;
 mod catalog;
 mod certificates;
+pub(crate) mod conn;
 pub mod control;
 pub(crate) mod extract;
+mod fault_answer;
 mod load_balancers;
 mod networks;
 pub(crate) mod pipeline;
