@@ -62,22 +62,50 @@ impl Env {
         ccm
     }
 
-    /// Spawns `hcloud-ccm` without waiting.
+    /// Spawns `hcloud-ccm` (one replica, `--leader-elect=false`) without waiting.
     pub fn spawn_ccm(&self, env: &[(&str, &str)], args: &[&str]) -> ChildProcess {
-        let kubeconfig = format!("--kubeconfig={}", self.cp.ccm_kubeconfig().display());
+        let mut all_args = vec!["--leader-elect=false"];
+        all_args.extend_from_slice(args);
+        self.spawn(TOKEN, self.cp.ccm_kubeconfig(), env, &all_args, "hcloud-ccm")
+    }
+
+    /// Spawns one `hcloud-ccm` replica with leader election on Lease `lease` (short timings:
+    /// lease 4 s, renew deadline 3 s, retry period 1 s), using `token` for Hetzner and
+    /// `kubeconfig` for the API server.
+    pub fn spawn_replica(&self, name: &str, token: &str, kubeconfig: &std::path::Path, lease: &str) -> ChildProcess {
+        let lease = format!("--leader-elect-resource-name={lease}");
+        let args = [
+            "--leader-elect=true",
+            "--leader-elect-lease-duration=4s",
+            "--leader-elect-renew-deadline=3s",
+            "--leader-elect-retry-period=1s",
+            lease.as_str(),
+        ];
+        self.spawn(token, kubeconfig, &[], &args, name)
+    }
+
+    fn spawn(
+        &self,
+        token: &str,
+        kubeconfig: &std::path::Path,
+        env: &[(&str, &str)],
+        args: &[&str],
+        name: &str,
+    ) -> ChildProcess {
+        let kubeconfig = format!("--kubeconfig={}", kubeconfig.display());
         let mut all_args = vec![
             "--cloud-provider=hcloud",
             "--allow-untagged-cloud",
-            "--leader-elect=false",
             kubeconfig.as_str(),
             "--node-monitor-period=1s",
+            "--secure-port=0",
             "--v=2",
         ];
         all_args.extend_from_slice(args);
         let endpoint = self.fake.base_url();
-        let mut all_env = vec![("HCLOUD_TOKEN", TOKEN), ("HCLOUD_ENDPOINT", endpoint.as_str()), ("RUST_LOG", "")];
+        let mut all_env = vec![("HCLOUD_TOKEN", token), ("HCLOUD_ENDPOINT", endpoint.as_str()), ("RUST_LOG", "")];
         all_env.extend_from_slice(env);
-        ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &all_args, &all_env, "hcloud-ccm")
+        ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &all_args, &all_env, name)
             .expect("hcloud-ccm spawns")
     }
 }
