@@ -3,10 +3,13 @@
 //!
 //! Measures:
 //! 1. time from registering N nodes at once (like N kubelets) until all are initialized, and
-//!    the Hetzner API requests that took (from the CCM's start, including its start-up checks);
+//!    the Hetzner API requests that took (from the CCM's start, including its start-up checks):
+//!    1a. kubelets that register Ready (the best case);
+//!    1b. kubelets that register NotReady and turn Ready only after initialization (what real
+//!        kubelets do before the CNI runs), so the lifecycle controller sees them all NotReady;
 //! 2. steady state: Hetzner requests caused by the periodic address refresh and by lifecycle
 //!    monitoring, observed over a window and extrapolated to an hour at the default periods;
-//! 3. resident memory of the hcloud-ccm process.
+//! 3. resident memory of the hcloud-ccm process, and its peak (VmHWM).
 //!
 //! Run: `cargo bench -p hcloud-ccm --bench node_scale`
 //! Knobs (env): BENCH_NODES (default 500), BENCH_CCM_ARGS (extra flags, e.g.
@@ -29,12 +32,21 @@ fn env_or(key: &str, default: u64) -> u64 {
     std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn rss_kib(pid: u32) -> u64 {
+/// A `/proc/<pid>/status` figure in KiB (`VmRSS`: now, `VmHWM`: peak).
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).map(str::to_owned))
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
 }
 
 async fn initialized_count(nodes: &Api<Node>) -> usize {
@@ -110,43 +122,71 @@ async fn main() {
     };
 
     // Phase 1: the CCM with default flags (plus BENCH_CCM_ARGS).
-    let ccm = start_ccm(&extra);
-    wait_started(&ccm, 0).await;
-    let rss_idle = rss_kib(ccm.pid());
-
-    // 1. N kubelets register at once.
-    let started = Instant::now();
-    futures::stream::iter(0..n)
-        .for_each_concurrent(32, |i| {
-            let client = client.clone();
-            async move {
-                NodeBuilder::new(format!("node-{i:04}"))
-                    .kubelet_hostname_address(true)
-                    .register(&client)
-                    .await
-                    .expect("register");
-            }
-        })
-        .await;
-    let registered = started.elapsed();
-    loop {
+    let register_all = async |ready: Ready| {
+        futures::stream::iter(0..n)
+            .for_each_concurrent(32, |i| {
+                let client = client.clone();
+                async move {
+                    NodeBuilder::new(format!("node-{i:04}"))
+                        .kubelet_hostname_address(true)
+                        .ready(ready)
+                        .register(&client)
+                        .await
+                        .expect("register");
+                }
+            })
+            .await;
+    };
+    let wait_initialized = async |ccm: &ChildProcess, started: Instant| loop {
         let done = initialized_count(&nodes).await;
         if done == n {
-            break;
+            return started.elapsed();
         }
         assert!(started.elapsed() < Duration::from_secs(900), "only {done}/{n} initialized:\n{}", ccm.logs());
         tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let init = started.elapsed();
+    };
+
+    // 1a. N kubelets register at once, Ready.
+    let ccm = start_ccm(&extra);
+    wait_started(&ccm, 0).await;
+    let rss_idle = rss_kib(ccm.pid());
+    let started = Instant::now();
+    register_all(Ready::True).await;
+    let registered = started.elapsed();
+    let init = wait_initialized(&ccm, started).await;
     let rss_after_init = rss_kib(ccm.pid());
-    println!("\n1. initialization");
+    println!("\n1a. initialization, kubelets registered Ready");
     println!(
         "  {n} nodes registered in {:.1} s; all initialized {:.1} s after the first registration",
         registered.as_secs_f64(),
         init.as_secs_f64()
     );
     print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake);
+    ccm.stop().await.expect("stop");
 
+    // 1b. The same with kubelets that register NotReady and turn Ready once initialized.
+    nodes.delete_collection(&Default::default(), &ListParams::default()).await.expect("delete nodes");
+    while !nodes.list(&ListParams::default()).await.expect("list").items.is_empty() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    h.reset_requests();
+    let ccm = start_ccm(&extra);
+    wait_started(&ccm, 0).await;
+    let started = Instant::now();
+    register_all(Ready::False).await;
+    let init = wait_initialized(&ccm, started).await;
+    println!("\n1b. initialization, kubelets registered NotReady (the lifecycle controller sees {n} NotReady nodes)");
+    println!("  all {n} initialized {:.1} s after the first registration", init.as_secs_f64());
+    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake);
+    futures::stream::iter(0..n)
+        .for_each_concurrent(32, |i| {
+            let client = client.clone();
+            async move {
+                set_ready(&client, &format!("node-{i:04}"), Ready::True).await.expect("ready");
+            }
+        })
+        .await;
+    let peak_init = peak_rss_kib(ccm.pid());
     ccm.stop().await.expect("stop");
 
     // Phase 2: steady state. The refresh runs every `refresh` here so a window sees a few
@@ -191,11 +231,13 @@ async fn main() {
     println!("  ≈ {lifecycle_per_hour:.0} requests/hour from lifecycle monitoring of {not_ready} NotReady nodes");
 
     let rss_end = rss_kib(ccm.pid());
+    let peak = peak_rss_kib(ccm.pid()).max(peak_init);
     println!(
-        "\n3. hcloud-ccm resident memory: {:.1} MiB idle, {:.1} MiB after initializing {n} nodes, {:.1} MiB at the end",
+        "\n3. hcloud-ccm resident memory: {:.1} MiB idle, {:.1} MiB after initializing {n} nodes, {:.1} MiB at the end; peak {:.1} MiB",
         rss_idle as f64 / 1024.0,
         rss_after_init as f64 / 1024.0,
-        rss_end as f64 / 1024.0
+        rss_end as f64 / 1024.0,
+        peak as f64 / 1024.0
     );
     assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
     ccm.stop().await.expect("stop");
