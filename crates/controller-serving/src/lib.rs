@@ -39,6 +39,43 @@
 //! Both listeners bind before returning (start-up errors name the setting), log each request
 //! at debug level, answer anything else with 404, and stop when their `CancellationToken` is
 //! cancelled, giving open connections [`SHUTDOWN_GRACE`] to finish.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::net::Ipv4Addr;
+//!
+//! use controller_serving::prometheus_client::metrics::counter::Counter;
+//! use controller_serving::{
+//!     DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing, parse_listen_address, serve_plain, serve_secure,
+//! };
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn example(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! let health = Health::new();
+//! let metrics = MetricsRegistry::new();
+//! let syncs = Counter::<u64>::default();
+//! metrics.register("node_syncs", "Node syncs.", syncs.clone());
+//! let shutdown = CancellationToken::new();
+//!
+//! let secure = SecureServing {
+//!     bind_address: Ipv4Addr::UNSPECIFIED.into(),
+//!     port: 10258,
+//!     cert_file: None,
+//!     key_file: None,
+//!     cert_name: "cloud-controller-manager".to_owned(),
+//! };
+//! let auth = DelegatingAuth::new(client);
+//! let _secure = serve_secure(&secure, health.clone(), metrics.clone(), Some(auth), shutdown.clone()).await?;
+//! let plain = parse_listen_address(":8233")?;
+//! let _plain = serve_plain(plain, health.clone(), metrics.clone(), shutdown.clone()).await?;
+//!
+//! // Later, when a controller has started:
+//! health.register("node-controller", &[Probe::Healthz], || Ok(()));
+//! syncs.inc();
+//! # Ok(())
+//! # }
+//! ```
 
 mod address;
 mod auth;

@@ -31,6 +31,10 @@ use crate::tls;
 
 /// How long open connections may finish their requests after shutdown before they are cut.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// What bind errors of the secure listener name as their source.
+const SECURE_SETTING: &str = "--bind-address/--secure-port";
+/// What bind errors of the plain listener name (the caller adds where the address came from).
+const PLAIN_SETTING: &str = "plain HTTP listener";
 /// Pause after a failed `accept` (for example when out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -122,8 +126,9 @@ pub async fn serve_secure(
         &config.cert_name,
         config.bind_address,
     )?;
-    let listener = bind(SocketAddr::new(config.bind_address, config.port), "--bind-address/--secure-port").await?;
-    let local_addr = local_addr(&listener, "--bind-address/--secure-port")?;
+    let addr = SocketAddr::new(config.bind_address, config.port);
+    let listener = bind(addr, SECURE_SETTING).await?;
+    let local_addr = local_addr(&listener, addr, SECURE_SETTING)?;
     if authorizer.is_none() {
         tracing::warn!(%local_addr, "secure serving without delegated authentication: /metrics is open to every client");
     }
@@ -162,8 +167,8 @@ pub async fn serve_plain_with(
     shutdown: CancellationToken,
     timeouts: Timeouts,
 ) -> Result<Bound, ServeError> {
-    let listener = bind(addr, "plain HTTP listener").await?;
-    let local_addr = local_addr(&listener, "plain HTTP listener")?;
+    let listener = bind(addr, PLAIN_SETTING).await?;
+    let local_addr = local_addr(&listener, addr, PLAIN_SETTING)?;
     tracing::info!(%local_addr, "serving plain HTTP");
     let server = Server { name: "plain", health, metrics, authorizer: None, tls: None, timeouts };
     let task = tokio::spawn(run(listener, Arc::new(server), shutdown));
@@ -192,12 +197,8 @@ fn ipv6_unavailable(error: &io::Error) -> bool {
     error.kind() == io::ErrorKind::AddrNotAvailable || error.raw_os_error() == Some(EAFNOSUPPORT)
 }
 
-fn local_addr(listener: &TcpListener, setting: &str) -> Result<SocketAddr, ServeError> {
-    listener.local_addr().map_err(|source| ServeError::Bind {
-        addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
-        setting: setting.to_owned(),
-        source,
-    })
+fn local_addr(listener: &TcpListener, addr: SocketAddr, setting: &str) -> Result<SocketAddr, ServeError> {
+    listener.local_addr().map_err(|source| ServeError::Bind { addr, setting: setting.to_owned(), source })
 }
 
 /// Everything a connection needs.
