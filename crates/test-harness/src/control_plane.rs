@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -40,7 +41,8 @@ static SHARED: OnceCell<Result<ControlPlane, String>> = OnceCell::const_new();
 /// Identities (static bearer tokens):
 /// - admin ([`ADMIN_USER`], group `system:masters`): [`Self::admin_kubeconfig`];
 /// - the CCM ([`rbac::CCM_USER`], the ServiceAccount user, bound to
-///   [`rbac::CCM_CLUSTER_ROLE`] and nothing else): [`Self::ccm_kubeconfig`];
+///   [`rbac::CCM_CLUSTER_ROLE`] and to the built-in [`rbac::AUTH_DELEGATOR_CLUSTER_ROLE`] for
+///   its secure port, nothing else): [`Self::ccm_kubeconfig`];
 /// - no permissions ([`RESTRICTED_USER`]): [`Self::restricted_kubeconfig`].
 ///
 /// The admission plugin `TaintNodesByCondition` is disabled: with no kube-controller-manager
@@ -65,16 +67,22 @@ pub struct ControlPlane {
     admin_kubeconfig: PathBuf,
     ccm_kubeconfig: PathBuf,
     restricted_kubeconfig: PathBuf,
+    tokens: Tokens,
     startup: Duration,
     time_to_readyz: Duration,
 }
 
-/// Bearer tokens of the three identities.
-#[derive(Debug)]
+/// Bearer tokens of the three identities (random per control plane; `Debug` redacts them).
 struct Tokens {
     admin: String,
     ccm: String,
     restricted: String,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tokens { <redacted> }")
+    }
 }
 
 impl ControlPlane {
@@ -118,7 +126,8 @@ impl ControlPlane {
     }
 
     /// Create the namespaces and the CCM's RBAC objects, then wait until the CCM identity can
-    /// list Nodes (the RBAC authoriser reads from a cache, so bindings apply after a moment).
+    /// list Nodes and create TokenReviews (the RBAC authoriser reads from a cache, so bindings
+    /// apply after a moment).
     async fn bootstrap(&self) -> Result<(), HarnessError> {
         let admin = self.admin_client().await?;
         let namespaces: Api<Namespace> = Api::all(admin.clone());
@@ -145,17 +154,35 @@ impl ControlPlane {
             .await
             .map_err(|e| HarnessError::kube("applying the CCM ClusterRole", e))?;
         let binding = rbac::ccm_cluster_role_binding();
-        Api::<ClusterRoleBinding>::all(admin)
+        let bindings = Api::<ClusterRoleBinding>::all(admin);
+        bindings
             .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&binding))
             .await
             .map_err(|e| HarnessError::kube("applying the CCM ClusterRoleBinding", e))?;
+        let delegator = rbac::ccm_auth_delegator_binding();
+        bindings
+            .patch(rbac::CCM_AUTH_DELEGATOR_BINDING, &apply, &Patch::Apply(&delegator))
+            .await
+            .map_err(|e| HarnessError::kube("applying the CCM's auth-delegator ClusterRoleBinding", e))?;
 
         let ccm = self.ccm_client().await?;
-        let nodes: Api<Node> = Api::all(ccm);
+        let nodes: Api<Node> = Api::all(ccm.clone());
+        let token_reviews: Api<TokenReview> = Api::all(ccm);
+        // A review of a token that does not exist: allowed once the auth-delegator binding
+        // applies (the answer is "not authenticated"), 403 before.
+        let review = TokenReview {
+            spec: TokenReviewSpec { token: Some("harness-rbac-probe".to_owned()), audiences: None },
+            ..TokenReview::default()
+        };
         let mut last_error = String::new();
         let effective = crate::wait::wait_until(Duration::from_secs(20), "the CCM's RBAC to take effect", async || {
-            match nodes.list(&ListParams::default().limit(1)).await {
-                Ok(_) => true,
+            let listed = nodes.list(&ListParams::default().limit(1)).await.map(|_| ());
+            let reviewed = match listed {
+                Ok(()) => token_reviews.create(&PostParams::default(), &review).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match reviewed {
+                Ok(()) => true,
                 Err(e) => {
                     last_error = e.to_string();
                     false
@@ -203,6 +230,22 @@ impl ControlPlane {
     /// exits).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The admin identity's bearer token (for HTTP clients other than kube-rs, e.g. requests to
+    /// a server that delegates authentication to this API server).
+    pub fn admin_token(&self) -> &str {
+        &self.tokens.admin
+    }
+
+    /// The CCM identity's bearer token.
+    pub fn ccm_token(&self) -> &str {
+        &self.tokens.ccm
+    }
+
+    /// The no-permission identity's bearer token.
+    pub fn restricted_token(&self) -> &str {
+        &self.tokens.restricted
     }
 
     /// A new client with the admin identity, bound to the calling tokio runtime.
@@ -442,6 +485,7 @@ async fn start_once(assets: &Path, apiserver_minor: u32) -> Result<ControlPlane,
                             admin_kubeconfig,
                             ccm_kubeconfig,
                             restricted_kubeconfig,
+                            tokens,
                             startup: Duration::ZERO,
                             time_to_readyz: spawned.elapsed(),
                         });

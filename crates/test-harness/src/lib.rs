@@ -8,7 +8,8 @@
 //!   or from `scripts/provision-control-plane`, which builds kube-apiserver v1.20.2 once and
 //!   caches it). It writes kubeconfigs for three static-token identities — admin
 //!   (`system:masters`), the CCM (the ServiceAccount user bound to exactly the CCM's
-//!   ClusterRole from [`rbac`]) and one without permissions — and builds a fresh
+//!   ClusterRole from [`rbac`] plus the built-in `system:auth-delegator` for its secure port)
+//!   and one without permissions; their bearer tokens are available too — and builds a fresh
 //!   [`kube::Client`] per call, because a client belongs to the tokio runtime that created it
 //!   and every `#[tokio::test]` has its own. [`ControlPlane::shared`] starts one control plane
 //!   per test binary on first use; tests isolate themselves with [`unique_name`].

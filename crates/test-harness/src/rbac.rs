@@ -5,6 +5,14 @@
 //! (`system:hcloud-cloud-controller-manager`), plus `get` on Services and the
 //! `events.k8s.io` group, because our controllers read single Services and may record events
 //! through the `events.k8s.io/v1` API.
+//!
+//! Besides its own ClusterRole, the CCM's ServiceAccount is bound to the built-in ClusterRole
+//! `system:auth-delegator` ([`ccm_auth_delegator_binding`]): it grants `create` on
+//! `tokenreviews.authentication.k8s.io` and `subjectaccessreviews.authorization.k8s.io`, which
+//! the CCM's secure port (`--secure-port`, 10258) needs to authenticate and authorize requests
+//! to `/metrics` by delegating to the API server, as every upstream controller manager does.
+//! The official chart does not create this binding (there, protected paths of the secure port
+//! cannot be authorized); the official rules in [`CCM_RBAC_RULES`] stay untouched.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +28,11 @@ pub const CCM_SERVICE_ACCOUNT: &str = "hcloud-cloud-controller-manager";
 pub const CCM_USER: &str = "system:serviceaccount:kube-system:hcloud-cloud-controller-manager";
 /// Name of the CCM's ClusterRole and ClusterRoleBinding.
 pub const CCM_CLUSTER_ROLE: &str = "system:hcloud-cloud-controller-manager";
+
+/// The built-in ClusterRole granting `create` on TokenReviews and SubjectAccessReviews.
+pub const AUTH_DELEGATOR_CLUSTER_ROLE: &str = "system:auth-delegator";
+/// Name of the ClusterRoleBinding of the CCM's ServiceAccount to [`AUTH_DELEGATOR_CLUSTER_ROLE`].
+pub const CCM_AUTH_DELEGATOR_BINDING: &str = "hcloud-cloud-controller-manager:system:auth-delegator";
 
 /// One RBAC rule, as plain data (usable without k8s-openapi, e.g. to render YAML).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +117,30 @@ pub fn ccm_cluster_role_binding() -> ClusterRoleBinding {
     }
 }
 
+/// Binds the built-in ClusterRole [`AUTH_DELEGATOR_CLUSTER_ROLE`] to the CCM's ServiceAccount,
+/// so that its secure port can delegate authentication (TokenReview) and authorization
+/// (SubjectAccessReview) to the API server.
+pub fn ccm_auth_delegator_binding() -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some(CCM_AUTH_DELEGATOR_BINDING.to_owned()),
+            labels: Some(labels()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: AUTH_DELEGATOR_CLUSTER_ROLE.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: CCM_SERVICE_ACCOUNT.to_owned(),
+            namespace: Some(CCM_NAMESPACE.to_owned()),
+            ..Subject::default()
+        }]),
+    }
+}
+
 /// The CCM's ServiceAccount object.
 pub fn ccm_service_account() -> ServiceAccount {
     ServiceAccount {
@@ -138,5 +175,21 @@ mod tests {
         assert_eq!(find("nodes"), Some(vec!["*".to_owned()]));
         assert_eq!(find("nodes/status"), Some(vec!["patch".to_owned()]));
         assert_eq!(find("leases"), Some(strings(&["create", "get", "list", "watch", "update"])));
+    }
+
+    #[test]
+    fn auth_delegator_binding_targets_the_ccm_service_account() {
+        let binding = ccm_auth_delegator_binding();
+        assert_eq!(binding.role_ref.kind, "ClusterRole");
+        assert_eq!(binding.role_ref.name, "system:auth-delegator");
+        let subjects = binding.subjects.unwrap_or_default();
+        assert_eq!(subjects.len(), 1);
+        assert_eq!(subjects[0].kind, "ServiceAccount");
+        assert_eq!(
+            format!("system:serviceaccount:{}:{}", subjects[0].namespace.as_deref().unwrap_or(""), subjects[0].name),
+            CCM_USER
+        );
+        // Distinct from the CCM's own binding, whose rules stay the official ones.
+        assert_ne!(binding.metadata.name.as_deref(), Some(CCM_CLUSTER_ROLE));
     }
 }

@@ -1,0 +1,356 @@
+//! The listeners: binding, the accept loop, TLS, one hyper connection per client with
+//! timeouts, request handling (authentication for the secure listener, then the routes) and
+//! graceful shutdown.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::header::{AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use rustls::pki_types::CertificateDer;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{Decision, DelegatingAuth, verb_for};
+use crate::error::ServeError;
+use crate::health::Health;
+use crate::io_timeout::WriteTimeout;
+use crate::metrics::MetricsRegistry;
+use crate::routes::{self, Body};
+use crate::tls;
+
+/// How long open connections may finish their requests after shutdown before they are cut.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// What bind errors of the secure listener name as their source.
+const SECURE_SETTING: &str = "--bind-address/--secure-port";
+/// What bind errors of the plain listener name (the caller adds where the address came from).
+const PLAIN_SETTING: &str = "plain HTTP listener";
+/// Pause after a failed `accept` (for example when out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Settings of the secure (HTTPS) listener: upstream's `--bind-address`, `--secure-port`,
+/// `--tls-cert-file` and `--tls-private-key-file`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecureServing {
+    /// The address to listen on (upstream default `0.0.0.0`).
+    pub bind_address: IpAddr,
+    /// The port; `0` turns the secure listener off, as upstream's `--secure-port=0` does.
+    pub port: u16,
+    /// PEM certificate chain (leaf first); without it and `key_file` a self-signed certificate
+    /// is generated in memory.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// Base of the generated certificate's common names (`<name>@<time>`, CA `<name>-ca@<time>`),
+    /// e.g. `cloud-controller-manager`.
+    pub cert_name: String,
+}
+
+/// Timeouts of one listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Time to receive a request's headers, counted from when the connection is ready for the
+    /// next request (so it also closes idle keep-alive connections).
+    pub read: Duration,
+    /// Time to produce a response (authentication included); then `503`.
+    pub handler: Duration,
+    /// Time a response write may make no progress (the client stopped reading).
+    pub write: Duration,
+    /// Time to complete the TLS handshake (secure listener only).
+    pub tls_handshake: Duration,
+}
+
+impl Timeouts {
+    /// The plain listener's timeouts: those of the metrics listener of the official Go CCM
+    /// (read 5 s, handler 10 s, write 20 s).
+    pub const PLAIN: Timeouts = Timeouts {
+        read: Duration::from_secs(5),
+        handler: Duration::from_secs(10),
+        write: Duration::from_secs(20),
+        tls_handshake: Duration::from_secs(10),
+    };
+    /// The secure listener's timeouts (upstream's generic request timeout is 60 s).
+    pub const SECURE: Timeouts = Timeouts {
+        read: Duration::from_secs(10),
+        handler: Duration::from_secs(60),
+        write: Duration::from_secs(60),
+        tls_handshake: Duration::from_secs(10),
+    };
+}
+
+/// A running listener.
+#[derive(Debug)]
+pub struct Bound {
+    /// The address actually bound (with the real port when port 0 was asked for).
+    pub local_addr: SocketAddr,
+    /// The certificate chain the secure listener presents, leaf first; for a generated
+    /// certificate the last element is its CA. Empty for the plain listener.
+    pub certificate_chain: Vec<CertificateDer<'static>>,
+    /// The server task: it ends after shutdown, once open connections finished (at most
+    /// [`SHUTDOWN_GRACE`] later).
+    pub task: JoinHandle<()>,
+}
+
+/// Start the secure listener: HTTPS with `/healthz`, `/livez`, `/readyz` (and their single-check
+/// paths) open to everyone and `/metrics` behind `authorizer`.
+///
+/// Returns `Ok(None)` when `config.port` is 0. The socket is bound and the certificate loaded
+/// (or generated) before this returns, so an address in use or an unreadable, mismatched or
+/// half-given certificate/key is a start-up error naming the flag. With `authorizer` `None`
+/// every path is open to anyone who can reach the port (a warning says so). The server stops
+/// when `shutdown` is cancelled.
+pub async fn serve_secure(
+    config: &SecureServing,
+    health: Health,
+    metrics: MetricsRegistry,
+    authorizer: Option<DelegatingAuth>,
+    shutdown: CancellationToken,
+) -> Result<Option<Bound>, ServeError> {
+    if config.port == 0 {
+        tracing::info!("secure serving is off (--secure-port=0)");
+        return Ok(None);
+    }
+    let (tls_config, certificate_chain) = tls::server_config(
+        config.cert_file.as_deref(),
+        config.key_file.as_deref(),
+        &config.cert_name,
+        config.bind_address,
+    )?;
+    let addr = SocketAddr::new(config.bind_address, config.port);
+    let listener = bind(addr, SECURE_SETTING).await?;
+    let local_addr = local_addr(&listener, addr, SECURE_SETTING)?;
+    if authorizer.is_none() {
+        tracing::warn!(%local_addr, "secure serving without delegated authentication: /metrics is open to every client");
+    }
+    let certificate = if config.cert_file.is_some() { "from --tls-cert-file" } else { "self-signed, in memory" };
+    tracing::info!(%local_addr, certificate, "serving HTTPS");
+    let server = Server {
+        name: "secure",
+        health,
+        metrics,
+        authorizer,
+        tls: Some(TlsAcceptor::from(tls_config)),
+        timeouts: Timeouts::SECURE,
+    };
+    let task = tokio::spawn(run(listener, Arc::new(server), shutdown));
+    Ok(Some(Bound { local_addr, certificate_chain, task }))
+}
+
+/// Start the plain HTTP listener (`/metrics` and the health paths, no authentication) with
+/// [`Timeouts::PLAIN`]. `addr` usually comes from [`crate::parse_listen_address`]; `[::]`
+/// falls back to `0.0.0.0` where IPv6 is unavailable. Bind errors are returned before this
+/// returns; the caller should add the name of the setting the address came from.
+pub async fn serve_plain(
+    addr: SocketAddr,
+    health: Health,
+    metrics: MetricsRegistry,
+    shutdown: CancellationToken,
+) -> Result<Bound, ServeError> {
+    serve_plain_with(addr, health, metrics, shutdown, Timeouts::PLAIN).await
+}
+
+/// [`serve_plain`] with other timeouts.
+pub async fn serve_plain_with(
+    addr: SocketAddr,
+    health: Health,
+    metrics: MetricsRegistry,
+    shutdown: CancellationToken,
+    timeouts: Timeouts,
+) -> Result<Bound, ServeError> {
+    let listener = bind(addr, PLAIN_SETTING).await?;
+    let local_addr = local_addr(&listener, addr, PLAIN_SETTING)?;
+    tracing::info!(%local_addr, "serving plain HTTP");
+    let server = Server { name: "plain", health, metrics, authorizer: None, tls: None, timeouts };
+    let task = tokio::spawn(run(listener, Arc::new(server), shutdown));
+    Ok(Bound { local_addr, certificate_chain: Vec::new(), task })
+}
+
+async fn bind(addr: SocketAddr, setting: &str) -> Result<TcpListener, ServeError> {
+    match TcpListener::bind(addr).await {
+        Ok(listener) => Ok(listener),
+        // `[::]` on a host without IPv6: all IPv4 interfaces instead (as Go does for ":port").
+        Err(error) if addr.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) && ipv6_unavailable(&error) => {
+            let fallback = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), addr.port());
+            tracing::debug!(%addr, %fallback, "IPv6 is unavailable ({error}); listening on IPv4 only");
+            TcpListener::bind(fallback).await.map_err(|source| ServeError::Bind {
+                addr: fallback,
+                setting: setting.to_owned(),
+                source,
+            })
+        }
+        Err(source) => Err(ServeError::Bind { addr, setting: setting.to_owned(), source }),
+    }
+}
+
+fn ipv6_unavailable(error: &io::Error) -> bool {
+    const EAFNOSUPPORT: i32 = 97;
+    error.kind() == io::ErrorKind::AddrNotAvailable || error.raw_os_error() == Some(EAFNOSUPPORT)
+}
+
+fn local_addr(listener: &TcpListener, addr: SocketAddr, setting: &str) -> Result<SocketAddr, ServeError> {
+    listener.local_addr().map_err(|source| ServeError::Bind { addr, setting: setting.to_owned(), source })
+}
+
+/// Everything a connection needs.
+struct Server {
+    /// `secure` or `plain`, for logs.
+    name: &'static str,
+    health: Health,
+    metrics: MetricsRegistry,
+    authorizer: Option<DelegatingAuth>,
+    tls: Option<TlsAcceptor>,
+    timeouts: Timeouts,
+}
+
+/// Accept connections until `shutdown`, then give open ones [`SHUTDOWN_GRACE`] to finish.
+async fn run(listener: TcpListener, server: Arc<Server>, shutdown: CancellationToken) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            Some(finished) = connections.join_next(), if !connections.is_empty() => {
+                if let Err(error) = finished {
+                    tracing::warn!(listener = server.name, "a connection task failed: {error}");
+                }
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    connections.spawn(connection(Arc::clone(&server), stream, peer, shutdown.clone()));
+                }
+                Err(error) => {
+                    tracing::warn!(listener = server.name, "accepting a connection failed: {error}");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let drained =
+        tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::debug!(listener = server.name, open = connections.len(), "closing connections after the grace period");
+        connections.shutdown().await;
+    }
+    tracing::debug!(listener = server.name, "stopped");
+}
+
+async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
+    // Best effort: small responses should not wait for Nagle.
+    let _ = stream.set_nodelay(true);
+    let Some(acceptor) = server.tls.clone() else {
+        let io = WriteTimeout::new(stream, server.timeouts.write);
+        return serve_http(server, io, peer, shutdown).await;
+    };
+    let handshake = tokio::time::timeout(server.timeouts.tls_handshake, acceptor.accept(stream));
+    let stream = tokio::select! {
+        result = handshake => result,
+        () = shutdown.cancelled() => return,
+    };
+    match stream {
+        Ok(Ok(stream)) => {
+            let io = WriteTimeout::new(stream, server.timeouts.write);
+            serve_http(server, io, peer, shutdown).await;
+        }
+        Ok(Err(error)) => tracing::debug!(listener = server.name, %peer, "TLS handshake failed: {error}"),
+        Err(_) => tracing::debug!(listener = server.name, %peer, "TLS handshake timed out"),
+    }
+}
+
+async fn serve_http<IO>(server: Arc<Server>, io: IO, peer: SocketAddr, shutdown: CancellationToken)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(server.timeouts.read);
+    // Like Go's net/http, the plain listener speaks HTTP/1 only; the secure one negotiates h2
+    // by ALPN.
+    if server.tls.is_none() {
+        builder = builder.http1_only();
+    }
+    let name = server.name;
+    let service = hyper::service::service_fn(move |request| handle(Arc::clone(&server), peer, request));
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = shutdown.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(listener = name, %peer, "connection ended with an error: {error}");
+    }
+}
+
+async fn handle(
+    server: Arc<Server>,
+    peer: SocketAddr,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut user = None;
+    let response = match tokio::time::timeout(server.timeouts.handler, respond(&server, request, &mut user)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(listener = server.name, %method, %path, "no response within {:?}", server.timeouts.handler);
+            routes::text(StatusCode::SERVICE_UNAVAILABLE, "timeout: the request took too long\n".to_owned())
+        }
+    };
+    tracing::debug!(
+        listener = server.name,
+        %peer,
+        %method,
+        %path,
+        status = response.status().as_u16(),
+        user = user.as_deref().unwrap_or("-"),
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    Ok(response)
+}
+
+/// Authenticate and authorize (secure listener, protected paths), then answer from the routes.
+async fn respond(server: &Server, request: Request<Incoming>, user: &mut Option<String>) -> Response<Body> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().map(str::to_owned);
+    if let Some(authorizer) = &server.authorizer
+        && !routes::is_always_allowed(&path)
+    {
+        let decision = authorizer.authorize(request.headers().get(AUTHORIZATION), &verb_for(&method), &path).await;
+        *user = decision.user().map(str::to_owned);
+        if !matches!(decision, Decision::Allowed { .. }) {
+            let mut response = routes::text(decision.status(), decision.body());
+            if decision.status() == StatusCode::UNAUTHORIZED {
+                response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            return response;
+        }
+    }
+    drop(request);
+    let route = routes::route(&path);
+    let (health, metrics) = (server.health.clone(), server.metrics.clone());
+    // Health checks and metric encoders are synchronous code of other components; run them off
+    // the async workers so that a slow one cannot stall the runtime and the handler timeout can
+    // still answer.
+    let answered =
+        tokio::task::spawn_blocking(move || routes::respond(&method, &route, query.as_deref(), &health, &metrics))
+            .await;
+    answered.unwrap_or_else(|error| {
+        tracing::warn!(%path, "answering the request failed: {error}");
+        routes::text(StatusCode::INTERNAL_SERVER_ERROR, "internal server error\n".to_owned())
+    })
+}

@@ -1,0 +1,269 @@
+//! Delegated authentication and authorization against the real kube-apiserver from
+//! `test-harness`: which tokens get what answer, and which RBAC the server's identity needs.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)] // Test helpers outside #[test] fns.
+
+mod common;
+
+use std::time::Duration;
+
+use common::start_secure;
+use controller_serving::{DelegatingAuth, Health, MetricsRegistry};
+use k8s_openapi::api::authorization::v1::{
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::{Api, Client};
+use prometheus_client::metrics::counter::Counter;
+use reqwest::StatusCode;
+use test_harness::{ControlPlane, RESTRICTED_USER, rbac, unique_name, wait_until};
+
+async fn control_plane() -> &'static ControlPlane {
+    common::init_tracing();
+    ControlPlane::shared().await.expect("the test control plane starts")
+}
+
+fn metrics_with_a_counter() -> MetricsRegistry {
+    let metrics = MetricsRegistry::new();
+    let counter = Counter::<u64>::default();
+    metrics.register("delegated_test", "A counter.", counter.clone());
+    counter.inc();
+    metrics
+}
+
+async fn get(client: &reqwest::Client, url: String, token: Option<&str>) -> (StatusCode, String) {
+    let mut request = client.get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("a response");
+    let status = response.status();
+    (status, response.text().await.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn tokens_are_reviewed_by_the_api_server() {
+    let control_plane = control_plane().await;
+    let auth = DelegatingAuth::new(control_plane.ccm_client().await.expect("CCM client"));
+    let running = start_secure(Health::new(), metrics_with_a_counter(), Some(auth)).await;
+    let client = running.client();
+    let metrics = running.url("/metrics");
+
+    let (status, body) = get(&client, metrics.clone(), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let response = client.get(metrics.clone()).send().await.expect("a response");
+    assert_eq!(response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()), Some("Bearer"));
+
+    let (status, body) = get(&client, metrics.clone(), Some("bogus-token")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::UNAUTHORIZED, "Unauthorized: the bearer token is not valid\n"));
+    assert!(!body.contains("bogus"), "the token is never echoed");
+
+    let (status, body) = get(&client, metrics.clone(), Some(control_plane.admin_token())).await;
+    assert_eq!(status, StatusCode::OK, "system:masters is always allowed: {body}");
+    assert!(body.contains("delegated_test_total 1\n"), "{body}");
+
+    let (status, body) = get(&client, metrics.clone(), Some(control_plane.restricted_token())).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body, format!("forbidden: User \"{RESTRICTED_USER}\" cannot get path \"/metrics\"\n"));
+
+    // Probe paths need no credentials at all; unknown paths are authorized first, then 404.
+    for path in ["/healthz", "/livez", "/readyz", "/readyz/ping"] {
+        assert_eq!(get(&client, running.url(path), None).await, (StatusCode::OK, "ok".to_owned()), "{path}");
+    }
+    assert_eq!(get(&client, running.url("/configz"), None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(get(&client, running.url("/configz"), Some(control_plane.admin_token())).await.0, StatusCode::NOT_FOUND);
+}
+
+/// A SubjectAccessReview, evaluated by the API server, for `user` in `groups`.
+async fn can(admin: &Client, user: &str, groups: &[&str], verb: &str, group: &str, resource: &str) -> bool {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_owned()),
+            groups: Some(groups.iter().map(|g| (*g).to_owned()).collect()),
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.to_owned()),
+                group: Some(group.to_owned()),
+                resource: Some(resource.to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let reviewed = Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await;
+    reviewed.expect("a SubjectAccessReview as admin").status.is_some_and(|s| s.allowed)
+}
+
+async fn can_get_path(admin: &Client, user: &str, path: &str) -> bool {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_owned()),
+            groups: Some(vec!["system:authenticated".to_owned()]),
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some(path.to_owned()),
+                verb: Some("get".to_owned()),
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let reviewed = Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await;
+    reviewed.expect("a SubjectAccessReview as admin").status.is_some_and(|s| s.allowed)
+}
+
+fn binding(name: &str, role: &str, subject: Subject) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: role.to_owned(),
+        },
+        subjects: Some(vec![subject]),
+    }
+}
+
+fn service_account(name: &str) -> Subject {
+    Subject {
+        kind: "ServiceAccount".to_owned(),
+        name: name.to_owned(),
+        namespace: Some(rbac::CCM_NAMESPACE.to_owned()),
+        ..Subject::default()
+    }
+}
+
+/// The official ClusterRole alone does not allow delegation; `system:auth-delegator` adds exactly
+/// the two `create` permissions; the harness gives them to the CCM's ServiceAccount.
+#[tokio::test]
+async fn the_server_identity_needs_the_auth_delegator_cluster_role() {
+    let control_plane = control_plane().await;
+    let admin = control_plane.admin_client().await.expect("admin client");
+    let groups = ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"];
+    let reviews = [("authentication.k8s.io", "tokenreviews"), ("authorization.k8s.io", "subjectaccessreviews")];
+
+    // The CCM identity of the harness: both allowed.
+    for (group, resource) in reviews {
+        assert!(can(&admin, rbac::CCM_USER, &groups, "create", group, resource).await, "CCM: create {resource}");
+        assert!(!can(&admin, RESTRICTED_USER, &["system:authenticated"], "create", group, resource).await);
+    }
+
+    // A fresh ServiceAccount with only the official ClusterRole: neither is allowed...
+    let account = unique_name("ccm-probe");
+    let user = format!("system:serviceaccount:{}:{account}", rbac::CCM_NAMESPACE);
+    let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
+    let official = unique_name("official-only");
+    bindings
+        .create(&PostParams::default(), &binding(&official, rbac::CCM_CLUSTER_ROLE, service_account(&account)))
+        .await
+        .expect("binding the official role");
+    // (wait until that binding is in effect, so the "no" below is not just RBAC cache lag)
+    wait_until(Duration::from_secs(20), "the official role binding to apply", async || {
+        can(&admin, &user, &groups, "list", "", "nodes").await
+    })
+    .await
+    .expect("binding applies");
+    for (group, resource) in reviews {
+        assert!(!can(&admin, &user, &groups, "create", group, resource).await, "official role alone: {resource}");
+    }
+    // ...until it is also bound to system:auth-delegator.
+    let delegator = unique_name("auth-delegator");
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(&delegator, rbac::AUTH_DELEGATOR_CLUSTER_ROLE, service_account(&account)),
+        )
+        .await
+        .expect("binding system:auth-delegator");
+    for (group, resource) in reviews {
+        wait_until(Duration::from_secs(20), "system:auth-delegator to allow the review", async || {
+            can(&admin, &user, &groups, "create", group, resource).await
+        })
+        .await
+        .expect("allowed with system:auth-delegator");
+    }
+    for name in [official, delegator] {
+        let _ = bindings.delete(&name, &DeleteParams::default()).await;
+    }
+}
+
+/// A server whose identity may not create TokenReviews answers protected paths with a clear
+/// 500, and still serves the probes.
+#[tokio::test]
+async fn without_review_permissions_the_server_explains_the_missing_rbac() {
+    let control_plane = control_plane().await;
+    let auth = DelegatingAuth::new(control_plane.restricted_client().await.expect("restricted client"));
+    let running = start_secure(Health::new(), metrics_with_a_counter(), Some(auth)).await;
+    let client = running.client();
+    for token in [control_plane.admin_token(), "bogus-token"] {
+        let (status, body) = get(&client, running.url("/metrics"), Some(token)).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+        assert!(body.contains("tokenreviews.authentication.k8s.io"), "{body}");
+        assert!(body.contains("system:auth-delegator"), "{body}");
+        assert!(!body.contains(token), "the token is never echoed");
+    }
+    assert_eq!(get(&client, running.url("/healthz"), None).await, (StatusCode::OK, "ok".to_owned()));
+    // No credentials is still a plain 401: nothing to review.
+    assert_eq!(get(&client, running.url("/metrics"), None).await.0, StatusCode::UNAUTHORIZED);
+}
+
+/// RBAC on the non-resource path decides for users outside `system:masters`, and decisions are
+/// cached: a revoked permission keeps working until the cached decision expires.
+#[tokio::test]
+async fn rbac_on_the_path_decides_and_decisions_are_cached() {
+    let control_plane = control_plane().await;
+    let admin = control_plane.admin_client().await.expect("admin client");
+    // The CCM's token doubles as a client token: the CCM user has no /metrics permission yet.
+    let token = control_plane.ccm_token();
+    let path = "/metrics";
+    assert!(!can_get_path(&admin, rbac::CCM_USER, path).await, "precondition: no /metrics permission");
+
+    let role_name = unique_name("metrics-reader");
+    let role = ClusterRole {
+        metadata: ObjectMeta { name: Some(role_name.clone()), ..ObjectMeta::default() },
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(vec![path.to_owned()]),
+            verbs: vec!["get".to_owned()],
+            ..PolicyRule::default()
+        }]),
+        ..ClusterRole::default()
+    };
+    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.expect("creating the role");
+    let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
+    bindings
+        .create(&PostParams::default(), &binding(&role_name, &role_name, service_account(rbac::CCM_SERVICE_ACCOUNT)))
+        .await
+        .expect("binding the role");
+    wait_until(Duration::from_secs(20), "the metrics-reader binding to apply", async || {
+        can_get_path(&admin, rbac::CCM_USER, path).await
+    })
+    .await
+    .expect("binding applies");
+
+    // A long cache TTL so that the check below cannot race the expiry.
+    let cached_auth =
+        DelegatingAuth::with_cache_ttl(control_plane.ccm_client().await.expect("client"), Duration::from_secs(300));
+    let cached = start_secure(Health::new(), metrics_with_a_counter(), Some(cached_auth)).await;
+    let (status, body) = get(&cached.client(), cached.url(path), Some(token)).await;
+    assert_eq!(status, StatusCode::OK, "allowed by the SubjectAccessReview: {body}");
+    // Another path is not covered by the rule.
+    let (status, body) = get(&cached.client(), cached.url("/debug/pprof"), Some(token)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    // Revoke, and wait until the API server says so.
+    bindings.delete(&role_name, &DeleteParams::default()).await.expect("deleting the binding");
+    wait_until(Duration::from_secs(20), "the revocation to apply", async || {
+        !can_get_path(&admin, rbac::CCM_USER, path).await
+    })
+    .await
+    .expect("revocation applies");
+    // The cached decision still allows; a server without a cache forbids.
+    assert_eq!(get(&cached.client(), cached.url(path), Some(token)).await.0, StatusCode::OK);
+    let uncached_auth =
+        DelegatingAuth::with_cache_ttl(control_plane.ccm_client().await.expect("client"), Duration::ZERO);
+    let uncached = start_secure(Health::new(), metrics_with_a_counter(), Some(uncached_auth)).await;
+    let (status, body) = get(&uncached.client(), uncached.url(path), Some(token)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains(rbac::CCM_USER), "{body}");
+    let _ = Api::<ClusterRole>::all(admin).delete(&role_name, &DeleteParams::default()).await;
+}
