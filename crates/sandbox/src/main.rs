@@ -100,7 +100,7 @@ fn summary(node: &Node) -> String {
 
 /// The token hcloud-ccm sends to the fake (which accepts any): 64 characters like a real one,
 /// so the CCM's token-length warning does not greet a newcomer.
-const SANDBOX_TOKEN: &str = "sandbox0000000000000000000000000000000000000000000000000000000000";
+const SANDBOX_TOKEN: &str = "sandbox000000000000000000000000000000000000000000000000000000000";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
