@@ -12,6 +12,7 @@ use kube::{Client, Config};
 use tokio_util::sync::CancellationToken;
 
 use crate::kube_client::{KubeClientError, rate_limited_client};
+use crate::metrics::{ManagerMetrics, RestClientMetricsLayer};
 use crate::options::Options;
 
 /// Builds one Kubernetes client per user (controller, informers, leader election), each
@@ -23,18 +24,22 @@ pub struct ClientFactory {
     qps: f64,
     burst: u32,
     user_agent: String,
+    metrics: RestClientMetricsLayer,
 }
 
 impl ClientFactory {
-    /// Clients for `config`; User-Agents read `<program>/<version> (<os>/<arch>) <user>`.
-    pub fn new(config: Config, qps: f64, burst: u32, program: &str, version: &str) -> Self {
+    /// Clients for `config`; User-Agents read `<program>/<version> (<os>/<arch>) <user>`;
+    /// requests are counted in `metrics`.
+    pub fn new(config: Config, qps: f64, burst: u32, program: &str, version: &str, metrics: &ManagerMetrics) -> Self {
         let user_agent = format!("{program}/{version} ({}/{})", std::env::consts::OS, std::env::consts::ARCH);
-        ClientFactory { config, qps, burst, user_agent }
+        let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
+        ClientFactory { config, qps, burst, user_agent, metrics: metrics.rest_client_layer(&host) }
     }
 
     /// A client for `user` (e.g. a controller's name).
     pub fn client(&self, user: &str) -> Result<Client, KubeClientError> {
-        rate_limited_client(self.config.clone(), self.qps, self.burst, &format!("{} {user}", self.user_agent))
+        let user_agent = format!("{} {user}", self.user_agent);
+        rate_limited_client(self.config.clone(), self.qps, self.burst, &user_agent, &self.metrics)
     }
 }
 

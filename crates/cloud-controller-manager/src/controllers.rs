@@ -1,5 +1,19 @@
-//! Controller names, aliases and `--controllers` selection (upstream `names/` and
-//! controller-manager's `IsControllerEnabled`).
+//! The controller registry: names, aliases and `--controllers` selection (upstream `names/`
+//! and controller-manager's `IsControllerEnabled`), and how each controller is built
+//! (upstream `app/core.go`).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController};
+use cloud_provider::Cloud;
+use tracing::{info, warn};
+
+use crate::context::ControllerContext;
+use crate::manager::ManagerError;
+
+/// A built controller, ready to run.
+pub(crate) type ControllerTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// `cloud-node-controller`.
 pub const CLOUD_NODE: &str = cloud_controllers::node::CONTROLLER_NAME;
@@ -64,6 +78,63 @@ pub fn is_enabled(resolved: &[String], name: &str) -> bool {
         return false;
     }
     resolved.iter().any(|c| c == "*")
+}
+
+/// Constructs every enabled controller the provider supports (upstream `app/core.go`), wiring
+/// them to the shared informers. Nothing runs yet.
+pub(crate) fn build_controllers<C: Cloud>(
+    ctx: &mut ControllerContext<C>,
+) -> Result<Vec<(&'static str, ControllerTask)>, ManagerError> {
+    let mut started: Vec<(&'static str, ControllerTask)> = Vec::new();
+    let has_instances = ctx.cloud.instances_v2().is_some() || ctx.cloud.instances().is_some();
+    for name in ALL {
+        if !is_enabled(&ctx.options.controllers, name) {
+            info!("{name} is disabled by --controllers");
+            continue;
+        }
+        match name {
+            CLOUD_NODE if has_instances => {
+                let io = ctx.io(name)?;
+                let c = CloudNodeController::new(
+                    ctx.cloud.clone(),
+                    &mut ctx.informers.nodes,
+                    io,
+                    ctx.options.node,
+                    ctx.stop.clone(),
+                );
+                started.push((name, Box::pin(c.run())));
+            }
+            CLOUD_NODE_LIFECYCLE if has_instances => {
+                let c = CloudNodeLifecycleController::new(
+                    ctx.cloud.clone(),
+                    &ctx.informers.nodes,
+                    ctx.io(name)?,
+                    ctx.options.node_monitor_period,
+                    ctx.stop.clone(),
+                );
+                started.push((name, Box::pin(c.run())));
+            }
+            CLOUD_NODE | CLOUD_NODE_LIFECYCLE => {
+                warn!("{name} not started: the cloud provider supports neither InstancesV2 nor Instances");
+            }
+            SERVICE_LB => {
+                if ctx.cloud.load_balancer().is_none() {
+                    info!("{name} not started: the cloud provider does not offer load balancers");
+                } else {
+                    warn!("{name} not started: the service controller is not implemented yet");
+                }
+            }
+            NODE_ROUTE => {
+                if ctx.cloud.routes().is_none() {
+                    info!("{name} not started: the cloud provider does not offer routes");
+                } else {
+                    warn!("{name} not started: the route controller is not implemented yet");
+                }
+            }
+            other => warn!("{other} is not a known controller"),
+        }
+    }
+    Ok(started)
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use kube::{Client, Config};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use crate::metrics::RestClientMetricsLayer;
+
 /// Builds the connection config: `--kubeconfig` if given, else `--master` alone, else the
 /// pod's service account, else `$KUBECONFIG`/`~/.kube/config`. `--master` overrides the
 /// server URL.
@@ -44,18 +46,20 @@ pub async fn connection_config(kubeconfig: Option<&Path>, master: Option<&str>) 
 }
 
 /// A client whose requests are limited to `qps` per second with bursts of `burst`, sending
-/// `user_agent` (upstream: `<program>/<version> (<os>/<arch>) <controller>`).
+/// `user_agent` (upstream: `<program>/<version> (<os>/<arch>) <controller>`), each request
+/// counted by `metrics`.
 pub fn rate_limited_client(
     mut config: Config,
     qps: f64,
     burst: u32,
     user_agent: &str,
+    metrics: &RestClientMetricsLayer,
 ) -> Result<Client, KubeClientError> {
     if let Ok(value) = http::HeaderValue::from_str(user_agent) {
         config.headers.push((http::header::USER_AGENT, value));
     }
     let builder = ClientBuilder::try_from(config).map_err(KubeClientError::Build)?;
-    Ok(builder.with_layer(&TokenBucketLayer::new(qps, burst)).build())
+    Ok(builder.with_layer(&TokenBucketLayer::new(qps, burst)).with_layer(metrics).build())
 }
 
 /// Why a Kubernetes client could not be set up.

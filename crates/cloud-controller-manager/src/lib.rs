@@ -7,9 +7,14 @@
 //!                                   │
 //!  Manager::run(cloud, shutdown) ───┤ per-user Kubernetes clients (QPS token buckets)
 //!                                   │ shared informers (Nodes; Services on demand)
+//!                                   │ serving: /healthz /readyz /livez /metrics (HTTPS, delegated
+//!                                   │   auth; optional plain listener), metrics registry
 //!                                   │ registry: --controllers ─► build each enabled controller
 //!                                   │   (cloud-node, cloud-node-lifecycle, ...) on a child token
-//!                                   └ SIGTERM/SIGINT ─► stop controllers, drain, close fence
+//!                                   │ leader election (Lease): controllers run only while held;
+//!                                   │   the fence lets cloud requests through only then
+//!                                   └ SIGTERM/SIGINT ─► stop controllers, drain, release, exit 0
+//!                                     lease lost ─► close fence, stop, exit non-zero
 //! ```
 //!
 //! Nothing here names a particular cloud: the program passes its [`Identity`] (name, version,
@@ -18,10 +23,12 @@
 pub mod args;
 pub mod context;
 pub mod controllers;
+mod election;
 pub mod fence;
 pub mod kube_client;
 pub mod logging;
 pub mod manager;
+pub mod metrics;
 pub mod options;
 
 pub use args::{LogFormat, ManagerArgs};

@@ -1,32 +1,47 @@
-//! Running a controller manager: clients, informers, the enabled controllers, and an orderly
-//! stop on SIGTERM/SIGINT.
+//! Running a controller manager: serving, clients, informers, leader election, the enabled
+//! controllers, and an orderly stop.
+//!
+//! ```text
+//!  run ─► serve /healthz /readyz /livez /metrics (secure port; optional plain listener)
+//!      ─► clients, informers (warm up at once) ─► build enabled controllers (nothing runs)
+//!      ─► [leader election: wait for the Lease; fence closed meanwhile]
+//!      ─► run controllers ─► until SIGTERM: stop controllers, drain, release the Lease, exit 0
+//!                          └ until the Lease is lost: close the fence, stop, exit non-zero
+//! ```
 
-use std::future::Future;
-use std::pin::Pin;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController};
 use cloud_provider::Cloud;
 use controller_runtime::{EventRecorder, RuntimeMetrics};
-use k8s_openapi::api::core::v1::ObjectReference;
-use leader_election::{ElectionConfig, LeaderElector, Leadership, default_identity};
+use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing, ServeError};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::context::{ClientFactory, ControllerContext, Informers};
-use crate::controllers::{self, is_enabled};
+use crate::controllers::build_controllers;
+use crate::election;
 use crate::fence::Fence;
 use crate::kube_client::{KubeClientError, connection_config};
-use crate::options::{LeaderElectionOptions, Options};
+use crate::metrics::ManagerMetrics;
+use crate::options::Options;
 
 /// How long controllers get to finish after a stop request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// How long a leader may go without renewing before `/healthz` fails (upstream:
+/// `NewLeaderHealthzAdaptor(20s)`).
+const LEADER_HEALTH_TOLERANCE: Duration = Duration::from_secs(20);
+
+/// Common name of the self-signed serving certificate (upstream's pair name).
+const SERVING_CERT_NAME: &str = "cloud-controller-manager";
+
 /// Who runs the manager: names used in logs, User-Agents and writes.
 #[derive(Debug, Clone, Copy)]
 pub struct Identity {
-    /// The program (`<program> started`, User-Agent).
+    /// The program (`<program> started`, User-Agent, `running_managed_controllers`).
     pub program: &'static str,
     /// Its version.
     pub version: &'static str,
@@ -40,6 +55,18 @@ pub enum ManagerError {
     /// No Kubernetes client.
     #[error(transparent)]
     Kube(#[from] KubeClientError),
+    /// A listener could not start.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// The plain metrics listener could not start.
+    #[error("{setting}: {source}")]
+    PlainListener {
+        /// The setting that named the address.
+        setting: String,
+        /// Why.
+        #[source]
+        source: ServeError,
+    },
     /// The leader election settings were refused.
     #[error("leader election: {0}")]
     LeaderElectionConfig(#[from] leader_election::ConfigError),
@@ -48,20 +75,36 @@ pub enum ManagerError {
     LeadershipLost(#[from] leader_election::Lost),
 }
 
-type ControllerTask = Pin<Box<dyn Future<Output = ()> + Send>>;
-
 /// A controller manager, configured and ready to run.
 pub struct Manager {
     identity: Identity,
     options: Options,
     fence: Fence,
-    metrics: RuntimeMetrics,
+    health: Health,
+    registry: MetricsRegistry,
+    runtime_metrics: RuntimeMetrics,
+    metrics: ManagerMetrics,
+    plain: Option<(SocketAddr, String)>,
 }
 
 impl Manager {
     /// A manager for `options`.
     pub fn new(identity: Identity, options: Options) -> Self {
-        Manager { identity, options, fence: Fence::default(), metrics: RuntimeMetrics::default() }
+        let registry = MetricsRegistry::new();
+        let runtime_metrics = RuntimeMetrics::default();
+        registry.with(|r| runtime_metrics.register(r));
+        let metrics = ManagerMetrics::default();
+        metrics.register(&registry);
+        Manager {
+            identity,
+            options,
+            fence: Fence::default(),
+            health: Health::new(),
+            registry,
+            runtime_metrics,
+            metrics,
+            plain: None,
+        }
     }
 
     /// The fence a provider consults before every side effect.
@@ -69,59 +112,117 @@ impl Manager {
         self.fence.clone()
     }
 
+    /// The metrics registry, for the provider's own metrics.
+    pub fn metrics(&self) -> MetricsRegistry {
+        self.registry.clone()
+    }
+
+    /// The health checks, for the provider's own checks.
+    pub fn health(&self) -> Health {
+        self.health.clone()
+    }
+
     /// The options.
     pub fn options(&self) -> &Options {
         &self.options
     }
 
-    /// Runs until `shutdown` fires, then stops the controllers (within a grace period).
+    /// Also serves `/metrics` and the health paths over plain HTTP on `addr`, without
+    /// authentication (e.g. for a PodMonitor). `setting` names where the address came from,
+    /// for start-up errors.
+    pub fn serve_plain(mut self, addr: SocketAddr, setting: &str) -> Self {
+        self.plain = Some((addr, setting.to_owned()));
+        self
+    }
+
+    /// Runs until `shutdown` fires (then stops the controllers within a grace period and
+    /// releases the Lease) or leadership is lost (then returns
+    /// [`ManagerError::LeadershipLost`] at once).
     pub async fn run<C: Cloud>(self, cloud: Arc<C>, shutdown: CancellationToken) -> Result<(), ManagerError> {
-        let Manager { identity, options, fence, metrics } = self;
+        let Manager { identity, options, fence, health, registry, runtime_metrics, metrics, plain } = self;
         for w in &options.warnings {
             warn!("{w}");
         }
         let kube = &options.kube;
         let config = connection_config(kube.kubeconfig.as_deref(), kube.master.as_deref()).await?;
-        let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version);
+        let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics);
+        let listeners = serve(&options, &clients, plain, &health, &registry, &shutdown).await?;
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());
         let informers = Informers::new(clients.client("shared-informers")?, resync);
+        let nodes_synced = informers.nodes.synced();
+        health.register("informer-sync", &[Probe::Readyz], move || {
+            if nodes_synced.is_synced() { Ok(()) } else { Err("the Node informer has not synced yet".to_owned()) }
+        });
+        let stopping = Arc::new(AtomicBool::new(false));
+        let s = stopping.clone();
+        health.register("shutdown", &[Probe::Readyz], move || {
+            if s.load(Ordering::Relaxed) { Err("shutting down".to_owned()) } else { Ok(()) }
+        });
+
         let stop = shutdown.child_token();
-        let mut ctx =
-            ControllerContext::new(cloud, options, informers, clients, identity.field_manager, metrics, stop.clone());
+        let mut ctx = ControllerContext::new(
+            cloud,
+            options,
+            informers,
+            clients,
+            identity.field_manager,
+            runtime_metrics,
+            stop.clone(),
+        );
         let controllers = build_controllers(&mut ctx)?;
         let election = match &ctx.options.leader_election {
-            Some(le) => Some((le.clone(), ctx.clients().client("leader-election")?)),
+            Some(le) => {
+                let client = ctx.clients().client("leader-election")?;
+                let elector = election::elector(client.clone(), le)?;
+                let check = elector.health_check(LEADER_HEALTH_TOLERANCE);
+                health.register("leaderElection", &[Probe::Healthz], move || check.check().map_err(|e| e.to_string()));
+                metrics.set_leader(&le.name, false);
+                Some((elector, EventRecorder::new(client, "leader-election"), le.name.clone()))
+            }
             None => None,
         };
         // Informers warm up before leadership is won; controllers start only once it is held.
         let informer_task = tokio::spawn(ctx.informers.run(shutdown.clone()));
 
-        let mut leadership = match election {
-            None => None,
-            Some((le, client)) => {
-                fence.standby();
-                match acquire(client, &le, &shutdown).await? {
-                    Some(l) => Some(l),
-                    None => {
-                        info!("stopped before becoming the leader");
-                        fence.close("the controller manager stopped");
-                        informer_task.abort();
-                        return Ok(());
-                    }
+        let mut leadership = None;
+        if let Some((elector, events, lease)) = &election {
+            fence.standby();
+            match election::acquire(elector, events.clone(), &shutdown).await {
+                Some(l) => {
+                    let lease_fence = l.fence();
+                    fence.leading(move || lease_fence.is_current());
+                    metrics.set_leader(lease, true);
+                    leadership = Some(l);
+                }
+                None => {
+                    info!("stopped before becoming the leader");
+                    fence.close("the controller manager stopped");
+                    informer_task.abort();
+                    drop(listeners);
+                    return Ok(());
                 }
             }
-        };
-        if let Some(l) = &leadership {
-            let lease = l.fence();
-            fence.leading(move || lease.is_current());
         }
 
-        let names: Vec<&str> = controllers.iter().map(|(name, _)| *name).collect();
         let mut tasks = tokio::task::JoinSet::new();
-        for (_, task) in controllers {
-            tasks.spawn(task);
+        let mut names = Vec::new();
+        for (name, task) in controllers {
+            let exited = Arc::new(AtomicBool::new(false));
+            let (done, token) = (exited.clone(), stop.clone());
+            tasks.spawn(async move {
+                task.await;
+                if !token.is_cancelled() {
+                    error!("{name} stopped unexpectedly");
+                    done.store(true, Ordering::Relaxed);
+                }
+            });
+            health.register(name, &[Probe::Healthz], move || {
+                if exited.load(Ordering::Relaxed) { Err(format!("{name} stopped")) } else { Ok(()) }
+            });
+            metrics.set_running(identity.program, name, true);
+            names.push(name);
         }
         info!(controllers = ?names, version = identity.version, "{} started", identity.program);
 
@@ -132,10 +233,17 @@ impl Manager {
                 Ok(())
             }
         };
+        stopping.store(true, Ordering::Relaxed);
+        for name in &names {
+            metrics.set_running(identity.program, name, false);
+        }
         if let Err(lost) = outcome {
             // Fail-stop: nothing more reaches the cloud, the controllers stop, the process
             // exits non-zero (upstream: "leaderelection lost").
             fence.close(format!("leadership lost: {lost}"));
+            if let Some((_, _, lease)) = &election {
+                metrics.set_leader(lease, false);
+            }
             error!(error = %lost, "leadership lost; stopping");
             stop.cancel();
             informer_task.abort();
@@ -155,99 +263,48 @@ impl Manager {
             }
         }
         informer_task.abort();
+        drop(listeners);
         info!("stopped");
         Ok(())
     }
 }
 
-/// Waits for leadership (upstream: `leaderelection.RunOrDie`), announcing it with a
-/// `LeaderElection` event on the Lease like client-go. `None` if `shutdown` fired first.
-async fn acquire(
-    client: kube::Client,
-    options: &LeaderElectionOptions,
+/// Starts the secure port (unless `--secure-port=0`) and the plain listener, if any. Both
+/// serve until `shutdown`.
+async fn serve(
+    options: &Options,
+    clients: &ClientFactory,
+    plain: Option<(SocketAddr, String)>,
+    health: &Health,
+    registry: &MetricsRegistry,
     shutdown: &CancellationToken,
-) -> Result<Option<Leadership>, ManagerError> {
-    let identity = default_identity();
-    let config = ElectionConfig {
-        namespace: options.namespace.clone(),
-        name: options.name.clone(),
-        identity: identity.clone(),
-        lease_duration: options.lease_duration,
-        renew_deadline: options.renew_deadline,
-        retry_period: options.retry_period,
+) -> Result<Vec<Bound>, ManagerError> {
+    let mut bound = Vec::new();
+    let secure = SecureServing {
+        bind_address: options.serving.bind_address,
+        port: options.serving.port,
+        cert_file: options.serving.cert_file.clone(),
+        key_file: options.serving.key_file.clone(),
+        cert_name: SERVING_CERT_NAME.to_owned(),
     };
-    let elector = LeaderElector::new(client.clone(), config)?;
-    info!(lease = %elector.config().lease_ref(), %identity, "attempting to acquire leader lease");
-    let Some(leadership) = elector.acquire(shutdown).await else { return Ok(None) };
-    info!(lease = %elector.config().lease_ref(), %identity, "successfully acquired lease");
-    let lease = ObjectReference {
-        api_version: Some("coordination.k8s.io/v1".to_owned()),
-        kind: Some("Lease".to_owned()),
-        namespace: Some(options.namespace.clone()),
-        name: Some(options.name.clone()),
-        ..Default::default()
-    };
-    EventRecorder::new(client, "leader-election")
-        .normal(&lease, "LeaderElection", format!("{identity} became leader"))
-        .await;
-    Ok(Some(leadership))
-}
-
-/// Constructs every enabled controller the provider supports (upstream `app/core.go`), wiring
-/// them to the shared informers. Nothing runs yet.
-fn build_controllers<C: Cloud>(
-    ctx: &mut ControllerContext<C>,
-) -> Result<Vec<(&'static str, ControllerTask)>, ManagerError> {
-    let mut started: Vec<(&'static str, ControllerTask)> = Vec::new();
-    let has_instances = ctx.cloud.instances_v2().is_some() || ctx.cloud.instances().is_some();
-    for name in controllers::ALL {
-        if !is_enabled(&ctx.options.controllers, name) {
-            info!("{name} is disabled by --controllers");
-            continue;
-        }
-        match name {
-            controllers::CLOUD_NODE if has_instances => {
-                let io = ctx.io(name)?;
-                let c = CloudNodeController::new(
-                    ctx.cloud.clone(),
-                    &mut ctx.informers.nodes,
-                    io,
-                    ctx.options.node,
-                    ctx.stop.clone(),
-                );
-                started.push((name, Box::pin(c.run())));
-            }
-            controllers::CLOUD_NODE_LIFECYCLE if has_instances => {
-                let c = CloudNodeLifecycleController::new(
-                    ctx.cloud.clone(),
-                    &ctx.informers.nodes,
-                    ctx.io(name)?,
-                    ctx.options.node_monitor_period,
-                    ctx.stop.clone(),
-                );
-                started.push((name, Box::pin(c.run())));
-            }
-            controllers::CLOUD_NODE | controllers::CLOUD_NODE_LIFECYCLE => {
-                warn!("{name} not started: the cloud provider supports neither InstancesV2 nor Instances");
-            }
-            controllers::SERVICE_LB => {
-                if ctx.cloud.load_balancer().is_none() {
-                    info!("{name} not started: the cloud provider does not offer load balancers");
-                } else {
-                    warn!("{name} not started: the service controller is not implemented yet");
-                }
-            }
-            controllers::NODE_ROUTE => {
-                if ctx.cloud.routes().is_none() {
-                    info!("{name} not started: the cloud provider does not offer routes");
-                } else {
-                    warn!("{name} not started: the route controller is not implemented yet");
-                }
-            }
-            other => warn!("{other} is not a known controller"),
+    if secure.port != 0 {
+        let auth = DelegatingAuth::new(clients.client("auth-delegator")?);
+        if let Some(b) =
+            controller_serving::serve_secure(&secure, health.clone(), registry.clone(), Some(auth), shutdown.clone())
+                .await?
+        {
+            info!(address = %b.local_addr, "serving /healthz, /readyz, /livez and /metrics over HTTPS");
+            bound.push(b);
         }
     }
-    Ok(started)
+    if let Some((addr, setting)) = plain {
+        let b = controller_serving::serve_plain(addr, health.clone(), registry.clone(), shutdown.clone())
+            .await
+            .map_err(|source| ManagerError::PlainListener { setting, source })?;
+        info!(address = %b.local_addr, "serving /metrics and the health paths over plain HTTP");
+        bound.push(b);
+    }
+    Ok(bound)
 }
 
 /// A token cancelled on the first SIGTERM or SIGINT.

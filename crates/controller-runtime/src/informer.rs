@@ -67,6 +67,11 @@ impl Synced {
     pub async fn wait(&self) -> bool {
         self.0.clone().wait_for(|synced| *synced).await.is_ok()
     }
+
+    /// True once the cache holds the first complete list.
+    pub fn is_synced(&self) -> bool {
+        *self.0.borrow()
+    }
 }
 
 struct Relist<K>

@@ -55,8 +55,13 @@ async fn main() {
     let endpoint = fake.base_url();
     let ccm = ChildProcess::spawn(
         std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")),
-        &["--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=false", &kubeconfig],
-        &[("HCLOUD_TOKEN", TOKEN), ("HCLOUD_ENDPOINT", &endpoint), ("RUST_LOG", "warn")],
+        &["--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=false", "--secure-port=0", &kubeconfig],
+        &[
+            ("HCLOUD_TOKEN", TOKEN),
+            ("HCLOUD_ENDPOINT", &endpoint),
+            ("RUST_LOG", "warn"),
+            ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
+        ],
         "hcloud-ccm",
     )
     .expect("ccm");
@@ -85,9 +90,13 @@ async fn main() {
         let d = until("deleted", async || nodes.get_opt(&gone).await.expect("get").is_none()).await;
         deleted.push(d.as_secs_f64());
         until("tainted", async || {
-            nodes.get(&off).await.expect("get").spec.and_then(|s| s.taints).is_some_and(|t| {
-                t.iter().any(|t| t.key == "node.cloudprovider.kubernetes.io/shutdown")
-            })
+            nodes
+                .get(&off)
+                .await
+                .expect("get")
+                .spec
+                .and_then(|s| s.taints)
+                .is_some_and(|t| t.iter().any(|t| t.key == "node.cloudprovider.kubernetes.io/shutdown"))
         })
         .await;
         tainted.push(t.elapsed().as_secs_f64());

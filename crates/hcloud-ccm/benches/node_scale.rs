@@ -6,7 +6,7 @@
 //!    the Hetzner API requests that took (from the CCM's start, including its start-up checks):
 //!    1a. kubelets that register Ready (the best case);
 //!    1b. kubelets that register NotReady and turn Ready only after initialization (what real
-//!        kubelets do before the CNI runs), so the lifecycle controller sees them all NotReady;
+//!    kubelets do before the CNI runs), so the lifecycle controller sees them all NotReady;
 //! 2. steady state: Hetzner requests caused by the periodic address refresh and by lifecycle
 //!    monitoring, observed over a window and extrapolated to an hour at the default periods;
 //! 3. resident memory of the hcloud-ccm process, and its peak (VmHWM).
@@ -100,13 +100,24 @@ async fn main() {
     let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
     let endpoint = fake.base_url();
     let start_ccm = |flags: &[String]| {
-        let mut args: Vec<&str> =
-            vec!["--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=false", &kubeconfig];
+        let mut args: Vec<&str> = vec![
+            "--cloud-provider=hcloud",
+            "--allow-untagged-cloud",
+            "--leader-elect=false",
+            "--secure-port=0",
+            &kubeconfig,
+        ];
         args.extend(flags.iter().map(String::as_str));
         ChildProcess::spawn(
             std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")),
             &args,
-            &[("HCLOUD_TOKEN", TOKEN), ("HCLOUD_ENDPOINT", &endpoint), ("HCLOUD_NETWORK", "k8s"), ("RUST_LOG", "warn")],
+            &[
+                ("HCLOUD_TOKEN", TOKEN),
+                ("HCLOUD_ENDPOINT", &endpoint),
+                ("HCLOUD_NETWORK", "k8s"),
+                ("RUST_LOG", "warn"),
+                ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
+            ],
             "hcloud-ccm",
         )
         .expect("ccm")

@@ -19,7 +19,15 @@ fn env_help() -> String {
 
 /// hcloud-ccm: the Kubernetes cloud-controller-manager for Hetzner Cloud.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "hcloud-ccm", version, about, after_long_help = env_help(), after_help = "Run with --help for the environment variables.")]
+// Like Go's flag package, a repeated flag overrides the earlier one.
+#[command(
+    name = "hcloud-ccm",
+    version,
+    about,
+    args_override_self = true,
+    after_long_help = env_help(),
+    after_help = "Run with --help for the environment variables."
+)]
 pub struct Cli {
     /// Upstream's flags.
     #[command(flatten)]
@@ -47,6 +55,12 @@ mod tests {
         let options = cli.manager.validate(hcloud_provider::PROVIDER_NAME).expect("valid");
         assert!(options.leader_election.is_none());
         assert!(options.warnings.is_empty(), "{:?}", options.warnings);
+    }
+
+    #[test]
+    fn a_repeated_flag_overrides_the_earlier_one_like_go_flags() {
+        let cli = Cli::try_parse_from(["hcloud-ccm", "--secure-port=0", "--secure-port=10300"]).expect("parses");
+        assert_eq!(cli.manager.secure_port, 10300);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use cloud_controller_manager::{Identity, Manager, logging, shutdown_on_signals};
+use controller_serving::parse_listen_address;
 use hcloud_provider::{Config, HcloudCloud, PROVIDER_NAME};
 
 use crate::cli::Cli;
@@ -28,11 +29,20 @@ const LOG_CRATES: &[&str] = &[
 pub fn main(cli: Cli) -> ExitCode {
     let options = cli.manager.validate(PROVIDER_NAME);
     let config = Config::from_env(|k| std::env::var(k).ok());
-    let (options, config) = match (options, config) {
-        (Ok(o), Ok(c)) => (o, c),
-        (o, c) => {
+    let metrics = match &config {
+        Ok(c) => c
+            .metrics_address
+            .as_deref()
+            .map(|a| parse_listen_address(a).map_err(|e| format!("HCLOUD_METRICS_ADDRESS: {e}")))
+            .transpose(),
+        Err(_) => Ok(None),
+    };
+    let (options, config, metrics) = match (options, config, metrics) {
+        (Ok(o), Ok(c), Ok(m)) => (o, c, m),
+        (o, c, m) => {
             let mut errors = o.err().unwrap_or_default();
             errors.extend(c.err().map(|e| e.0).unwrap_or_default());
+            errors.extend(m.err());
             eprintln!("hcloud-ccm: invalid configuration:\n  - {}", errors.join("\n  - "));
             return ExitCode::FAILURE;
         }
@@ -46,7 +56,11 @@ pub fn main(cli: Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(Manager::new(IDENTITY, options), config)) {
+    let mut manager = Manager::new(IDENTITY, options);
+    if let Some(addr) = metrics {
+        manager = manager.serve_plain(addr, "HCLOUD_METRICS_ADDRESS");
+    }
+    match runtime.block_on(run(manager, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");

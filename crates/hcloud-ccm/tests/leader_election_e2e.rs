@@ -127,6 +127,8 @@ async fn a_partitioned_leader_stops_before_its_lease_expires_and_sends_nothing_a
         .min()
         .expect("new leader requests");
     assert!(old_last < new_first, "the old leader's last request ({old_last}) came after the takeover ({new_first})");
-    wait_until(Duration::from_secs(5), "nothing more from the old leader", async || !a.is_running()).await.expect("gone");
+    wait_until(Duration::from_secs(5), "nothing more from the old leader", async || !a.is_running())
+        .await
+        .expect("gone");
     b.stop().await.expect("stops");
 }

@@ -51,6 +51,9 @@ pub struct Config {
     /// for the node-lifecycle existence/shutdown checks. A negative answer is always
     /// confirmed by a direct lookup before a node is deleted.
     pub lifecycle_max_age: Duration,
+    /// `HCLOUD_METRICS_ADDRESS` when `HCLOUD_METRICS_ENABLED` is on (default `:8233`): where
+    /// the plain-HTTP `/metrics` listener of the official CCM listens (Go listen syntax).
+    pub metrics_address: Option<String>,
     /// Non-fatal findings worth a log line (e.g. an unusual token length).
     pub warnings: Vec<String>,
 }
@@ -93,6 +96,8 @@ pub const ENV_HELP: &[(&str, &str)] = &[
         "HCLOUD_SERVER_CACHE_MAX_AGE",
         "Max age of cached server data for node initialization and address refresh (Go duration, default 10s).",
     ),
+    ("HCLOUD_METRICS_ENABLED", "Serve /metrics (and the health paths) over plain HTTP. Default true."),
+    ("HCLOUD_METRICS_ADDRESS", "Listen address of that listener, Go syntax (default :8233, all interfaces)."),
     (
         "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE",
         "Max age of cached server data for node-lifecycle checks (default 1m); deletions are always confirmed by a direct lookup.",
@@ -222,6 +227,9 @@ impl Config {
         };
         let lifecycle_max_age = duration(&mut errors, "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", Duration::from_secs(60));
 
+        let metrics_address = boolean(&mut errors, "HCLOUD_METRICS_ENABLED", true)
+            .then(|| var("HCLOUD_METRICS_ADDRESS").unwrap_or_else(|| ":8233".to_owned()));
+
         for (k, missing) in NOT_ACTED_ON {
             if var(k).is_some() {
                 warnings.push(format!("{k} is set but has no effect: {missing}"));
@@ -248,6 +256,7 @@ impl Config {
             cache_mode,
             cache_max_age,
             lifecycle_max_age: lifecycle_max_age.max(cache_max_age),
+            metrics_address,
             warnings,
         })
     }
@@ -276,7 +285,11 @@ mod tests {
         assert_eq!(c.lifecycle_max_age, Duration::from_secs(60));
         assert!(!c.debug);
         assert!(c.network.is_none() && c.endpoint.is_none());
+        assert_eq!(c.metrics_address.as_deref(), Some(":8233"));
         assert!(c.warnings.is_empty());
+        let off = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_METRICS_ENABLED", "false")]))
+            .expect("valid");
+        assert_eq!(off.metrics_address, None);
     }
 
     #[test]

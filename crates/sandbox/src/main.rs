@@ -98,6 +98,11 @@ fn summary(node: &Node) -> String {
     )
 }
 
+/// A free TCP port on loopback.
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
 /// The token hcloud-ccm sends to the fake (which accepts any): 64 characters like a real one,
 /// so the CCM's token-length warning does not greet a newcomer.
 const SANDBOX_TOKEN: &str = "sandbox000000000000000000000000000000000000000000000000000000000";
@@ -126,10 +131,26 @@ async fn main() -> anyhow::Result<()> {
 
     let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
     let endpoint = fake.base_url();
+    // hcloud-ccm's listeners stay on loopback: the secure port and the plain metrics listener.
+    let (secure_port, metrics_port) = (free_port()?, free_port()?);
+    let secure_port_arg = format!("--secure-port={secure_port}");
+    let metrics_address = format!("127.0.0.1:{metrics_port}");
     let ccm = ChildProcess::spawn(
         &ccm_bin,
-        &["--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=false", &kubeconfig],
-        &[("HCLOUD_TOKEN", SANDBOX_TOKEN), ("HCLOUD_ENDPOINT", &endpoint), ("HCLOUD_NETWORK", "k8s")],
+        &[
+            "--cloud-provider=hcloud",
+            "--allow-untagged-cloud",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            &secure_port_arg,
+            &kubeconfig,
+        ],
+        &[
+            ("HCLOUD_TOKEN", SANDBOX_TOKEN),
+            ("HCLOUD_ENDPOINT", &endpoint),
+            ("HCLOUD_NETWORK", "k8s"),
+            ("HCLOUD_METRICS_ADDRESS", &metrics_address),
+        ],
         "hcloud-ccm",
     )?;
     ccm.wait_for_log("hcloud-ccm started", Duration::from_secs(60))
@@ -148,7 +169,9 @@ async fn main() -> anyhow::Result<()> {
          \n  Hetzner fake API:    {endpoint}   (any bearer token)\
          \n  its state:           curl -s {}/state\
          \n  delete a server:     curl -s -X DELETE {}/servers/<id>   (then mark its Node NotReady to see it deleted)\
-         \n  hcloud-ccm logs:     {}\n\
+         \n  hcloud-ccm logs:     {}\
+         \n  its metrics:         curl -s http://{metrics_address}/metrics\
+         \n  its health:          curl -sk https://127.0.0.1:{secure_port}/healthz?verbose\n\
          \nStreaming node changes and hcloud-ccm logs; Ctrl-C stops everything.\n",
         fake.control_url(),
         fake.control_url(),

@@ -66,7 +66,7 @@ impl Env {
     pub fn spawn_ccm(&self, env: &[(&str, &str)], args: &[&str]) -> ChildProcess {
         let mut all_args = vec!["--leader-elect=false"];
         all_args.extend_from_slice(args);
-        self.spawn(TOKEN, self.cp.ccm_kubeconfig(), env, &all_args, "hcloud-ccm")
+        self.spawn_with(TOKEN, self.cp.ccm_kubeconfig(), env, &all_args, "hcloud-ccm")
     }
 
     /// Spawns one `hcloud-ccm` replica with leader election on Lease `lease` (short timings:
@@ -81,10 +81,12 @@ impl Env {
             "--leader-elect-retry-period=1s",
             lease.as_str(),
         ];
-        self.spawn(token, kubeconfig, &[], &args, name)
+        self.spawn_with(token, kubeconfig, &[], &args, name)
     }
 
-    fn spawn(
+    /// Spawns `hcloud-ccm` with `token`, `kubeconfig`, extra `env` and `args` (after the
+    /// defaults, so they win).
+    pub fn spawn_with(
         &self,
         token: &str,
         kubeconfig: &std::path::Path,
@@ -98,12 +100,20 @@ impl Env {
             "--allow-untagged-cloud",
             kubeconfig.as_str(),
             "--node-monitor-period=1s",
+            "--bind-address=127.0.0.1",
             "--secure-port=0",
             "--v=2",
         ];
         all_args.extend_from_slice(args);
         let endpoint = self.fake.base_url();
-        let mut all_env = vec![("HCLOUD_TOKEN", token), ("HCLOUD_ENDPOINT", endpoint.as_str()), ("RUST_LOG", "")];
+        // Listeners on loopback only, on ports the system picks (tests that check them pass
+        // their own --secure-port / HCLOUD_METRICS_ADDRESS, which come later and win).
+        let mut all_env = vec![
+            ("HCLOUD_TOKEN", token),
+            ("HCLOUD_ENDPOINT", endpoint.as_str()),
+            ("RUST_LOG", ""),
+            ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
+        ];
         all_env.extend_from_slice(env);
         ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &all_args, &all_env, name)
             .expect("hcloud-ccm spawns")
