@@ -129,6 +129,12 @@ impl Conformance {
 
     /// The response schema of an operation for a status (exact, then `4xx`/`5xx`, `default`).
     fn response_schema(&self, template: &str, method: &str, status: u16) -> Option<Value> {
+        // API change newer than the file: DELETE /load_balancers/{id} answers 200 with an
+        // action (the file still says 204 without a body).
+        if (method, template, status) == ("delete", "/load_balancers/{id}", 200) {
+            return Some(json!({"type": "object", "required": ["action"],
+                               "properties": {"action": {"$ref": "#/components/schemas/action"}}}));
+        }
         let responses = &self.spec["paths"][template][method]["responses"];
         assert!(responses.is_object(), "operation {method} {template} is not in the spec");
         let class = format!("{}xx", status / 100);
@@ -388,7 +394,7 @@ async fn every_served_body_matches_the_openapi_description() {
     c.get("/networks/actions/{id}", &format!("/networks/actions/{add_route}")).await;
 
     // ----- certificates -----
-    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let pem = include_str!("fixtures/test-only-cert.pem");
     let key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
     let (s, up) = c
         .call(
@@ -561,6 +567,21 @@ async fn every_served_body_matches_the_openapi_description() {
         json!({"type": "least_connections"}),
     )
     .await;
+    c.expect_error(
+        Method::POST,
+        "/load_balancers/{id}/actions/disable_public_interface",
+        &lb_action("disable_public_interface"),
+        Some(json!({})),
+        422,
+        "targets_without_use_private_ip",
+    )
+    .await;
+    c.act(
+        "/load_balancers/{id}/actions/remove_target",
+        &lb_action("remove_target"),
+        json!({"type": "server", "server": {"id": server2}}),
+    )
+    .await;
     c.act("/load_balancers/{id}/actions/disable_public_interface", &lb_action("disable_public_interface"), json!({}))
         .await;
     c.act("/load_balancers/{id}/actions/enable_public_interface", &lb_action("enable_public_interface"), json!({}))
@@ -675,7 +696,7 @@ async fn every_served_body_matches_the_openapi_description() {
         Method::POST,
         "/networks/{id}/actions/add_route",
         &format!("/networks/{net}/actions/add_route"),
-        Some(json!({"destination": "172.16.0.0/24", "gateway": gw})),
+        Some(json!({"destination": "100.64.0.0/24", "gateway": gw})),
         400,
         "invalid_input",
     )
@@ -695,8 +716,9 @@ async fn every_served_body_matches_the_openapi_description() {
     // ----- deletes -----
     c.act("/load_balancers/{id}/actions/change_protection", &lb_action("change_protection"), json!({"delete": false}))
         .await;
-    let (s, _) = c.call(Method::DELETE, "/load_balancers/{id}", &format!("/load_balancers/{lb_id}"), None).await;
-    assert_eq!(s, 204);
+    let (s, del_lb) = c.call(Method::DELETE, "/load_balancers/{id}", &format!("/load_balancers/{lb_id}"), None).await;
+    assert_eq!(s, 200, "{del_lb}");
+    c.wait(del_lb["action"]["id"].as_u64().unwrap()).await;
     let (s, _) = c.call(Method::DELETE, "/certificates/{id}", &format!("/certificates/{cert}"), None).await;
     assert_eq!(s, 204);
     // Long delay so the `deleting` server can be fetched before the action removes it.
