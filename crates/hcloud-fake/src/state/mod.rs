@@ -33,7 +33,6 @@ mod store;
 mod validate;
 
 pub(crate) use certificates::CertificateFilter;
-pub(crate) use effect::render_action;
 pub(crate) use load_balancers::LoadBalancerFilter;
 pub(crate) use networks::NetworkFilter;
 pub(crate) use primary_ips::PrimaryIpFilter;

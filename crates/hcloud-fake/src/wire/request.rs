@@ -354,8 +354,8 @@ pub struct ChangeLoadBalancerTypeRequest {
 pub struct ChangeDnsPtrRequest {
     /// Public IP of the load balancer.
     pub ip: String,
-    /// New entry, `null` resets to the default.
-    #[serde(default)]
+    /// New entry, `null` resets to the default. Required (it may be `null`).
+    #[serde(deserialize_with = "Option::deserialize")]
     pub dns_ptr: Option<String>,
 }
 
