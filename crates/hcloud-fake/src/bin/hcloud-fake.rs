@@ -106,9 +106,11 @@ SEED FILE (--seed FILE, JSON; see examples/seed.json):
   }
   Every list and every field except names, the network ip_range and the batch
   prefix/count is optional (defaults: cx23, fsn1, ubuntu-24.04, running, lb11,
-  cloud subnets in eu-central). Networks are referenced by id or name. Ids:
+  cloud subnets in eu-central). Networks are referenced by id or name. A
+  certificate may carry its PEM in "certificate" (names, validity and fingerprint
+  are read from it); without one a certificate for "domain_names" is issued. Ids:
   servers from 10000001, networks 20001, load balancers 30001, certificates 40001,
-  actions 1000001.
+  primary IPs 50000001, actions 1000001.
 "#;
 
 /// In-memory fake of the Hetzner Cloud API for tests and local sandboxes.
