@@ -1,4 +1,5 @@
 //! Errors: the Hetzner error envelope ([`ApiError`]) and the library error ([`FakeError`]).
+//! How they become HTTP responses is the HTTP layer's business (`http/respond.rs`).
 //!
 //! # Status codes
 //!
@@ -26,7 +27,6 @@
 //! `source_port_already_used`, `target_already_defined`) answer `409`, and everything else `422`.
 //! Clients should branch on `error.code`, never on the status alone.
 
-use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::{Value, json};
 
@@ -133,14 +133,6 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut resp = (self.status, axum::Json(self.body())).into_response();
-        resp.extensions_mut().insert(crate::http::pipeline::ErrorCode(self.code));
-        resp
-    }
-}
-
 /// Errors of the library API ([`crate::FakeHandle`], [`crate::FakeServer`]).
 #[derive(Debug, thiserror::Error)]
 pub enum FakeError {
@@ -150,15 +142,6 @@ pub enum FakeError {
     /// Binding or serving the listener failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
-}
-
-impl IntoResponse for FakeError {
-    fn into_response(self) -> Response {
-        match self {
-            Self::Api(e) => e.into_response(),
-            Self::Io(e) => ApiError::new("server_error", e.to_string()).into_response(),
-        }
-    }
 }
 
 #[cfg(test)]

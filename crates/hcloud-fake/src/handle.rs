@@ -55,11 +55,6 @@ impl FakeHandle {
         }
     }
 
-    /// The axum router serving `/v1` and `/_fake` for this fake.
-    pub fn router(&self) -> axum::Router {
-        crate::http::router(self.clone())
-    }
-
     /// Runs `f` on the state after settling due actions.
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = lock(&self.shared.state);
@@ -248,6 +243,17 @@ impl FakeHandle {
     /// The request log, oldest first (at most [`crate::metrics::LOG_CAPACITY`] entries).
     pub fn request_log(&self) -> Vec<RequestRecord> {
         lock(&self.shared.metrics).log()
+    }
+
+    /// The requests sent with one token, oldest first: `fingerprint` as in
+    /// [`RequestRecord::token_fingerprint`] (see [`crate::token_fingerprint`]).
+    pub fn request_log_for(&self, fingerprint: &str) -> Vec<RequestRecord> {
+        lock(&self.shared.metrics).log_where(|r| r.token_fingerprint.as_deref() == Some(fingerprint))
+    }
+
+    /// The requests sent with `token`, oldest first (the token is only hashed, never stored).
+    pub fn request_log_for_token(&self, token: &str) -> Vec<RequestRecord> {
+        self.request_log_for(&crate::control::token_fingerprint(token))
     }
 
     /// Clears counters and log only.

@@ -19,11 +19,15 @@
 //! 3. **Rate limit**: one token from the bucket ([`rate_limit`]); empty means
 //!    `429 rate_limit_exceeded`.
 //! 4. **Fault injection**: the first matching [`FaultRule`] adds latency and/or answers
-//!    its error instead of the handler ([`faults`]).
+//!    instead of the handler ([`faults`]): the API's JSON error (`locked`, `conflict`, any
+//!    code), a proxy's `text/html` 5xx page, or a TCP reset before the answer or in the
+//!    middle of its body; with `apply` the handler runs first, so the change takes effect
+//!    while the answer is lost.
 //! 5. **Handler**: parses the body/query ([`query`], [`pagination`], [`label_selector`]),
 //!    then validates and mutates the state under one lock and renders wire types.
 //! 6. **Counters and log**: `RateLimit-*` and `X-Correlation-Id` headers are added, the
-//!    request is counted per endpoint template and logged ([`control::RequestRecord`]), and
+//!    request is counted per endpoint template and logged ([`control::RequestRecord`], with
+//!    the [`token_fingerprint`] of its bearer token so two clients can be told apart), and
 //!    one `tracing` line is emitted.
 //!
 //! # Example
@@ -55,13 +59,15 @@ pub mod pagination;
 pub mod query;
 pub mod rate_limit;
 mod server;
+pub mod sha256;
 mod state;
 mod time;
 pub mod wire;
 
 pub use config::{FakeConfig, TokenPolicy};
+pub use control::token_fingerprint;
 pub use error::{ApiError, FakeError};
-pub use faults::{FaultRule, InjectedError};
+pub use faults::{FaultRule, InjectedError, ResetPoint};
 pub use handle::FakeHandle;
 pub use rate_limit::RateLimitConfig;
 pub use server::FakeServer;

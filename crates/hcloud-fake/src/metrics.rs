@@ -36,6 +36,11 @@ impl Metrics {
         self.log.iter().cloned().collect()
     }
 
+    /// The log entries matching `keep`, oldest first.
+    pub fn log_where(&self, keep: impl Fn(&RequestRecord) -> bool) -> Vec<RequestRecord> {
+        self.log.iter().filter(|r| keep(r)).cloned().collect()
+    }
+
     /// Clears counters and log.
     pub fn reset(&mut self) {
         *self = Self::default();

@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use crate::config::FakeConfig;
 use crate::error::FakeError;
 use crate::handle::FakeHandle;
+use crate::http::conn::{ConnHandle, ResettableListener};
 
 /// A running fake. Dropping it stops the listener; [`FakeServer::shutdown`] also waits.
 #[derive(Debug)]
@@ -36,9 +37,11 @@ impl FakeServer {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
-        let router = handle.router();
+        let router = crate::http::router(handle.clone());
         let task = tokio::spawn(async move {
-            axum::serve(listener, router)
+            // Connections carry a reset switch, for faults that reset them.
+            let listener = ResettableListener(listener);
+            axum::serve(listener, router.into_make_service_with_connect_info::<ConnHandle>())
                 .with_graceful_shutdown(async move {
                     // Either an explicit stop or the sender being dropped ends serving.
                     let _ = stopped.await;

@@ -28,10 +28,23 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
   PATCH  /_fake/servers/{id}         body: {"name"?, "status"?, "labels"?}
   DELETE /_fake/servers/{id}         remove a server instantly
   GET    /_fake/faults               installed faults
-  POST   /_fake/faults               body: {"method"?, "path", "times"?, "error"?, "latency_ms"?}
-                                     error: {"status", "code", "message"?}; path like
-                                     /v1/servers/{id} ({id}: numeric segment, *: any
-                                     segment, trailing **: any rest); times 0 = forever
+  POST   /_fake/faults               body: {"method"?, "path", "times"?, "latency_ms"?,
+                                     and at most one answer:
+                                       "error": {"status"?, "code", "message"?}
+                                         the API's JSON envelope, e.g. {"code": "locked"}
+                                         (423) or {"code": "conflict"} (409); the status
+                                         defaults to the API's status for the code
+                                       "html": {"status": 502}
+                                         a text/html 5xx page as a proxy sends it
+                                       "reset": "before_response" | "mid_body"
+                                         TCP reset before any byte / after the headers and
+                                         half of the body (mid_body runs the handler)
+                                     "apply": true runs the handler first: the change takes
+                                     effect and the client gets the answer above ("applied,
+                                     but the answer was lost")}
+                                     path like /v1/servers/{id} ({id}: numeric segment,
+                                     *: any segment, trailing **: any rest); times 0 =
+                                     forever
   DELETE /_fake/faults               remove all faults
   POST   /_fake/locks                body: {"type", "id"}; type: server, network,
                                      load_balancer or certificate
@@ -45,9 +58,13 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
   PUT    /_fake/config/token_policy  body: {"mode": "accept_all"} or
                                      {"mode": "allow" | "deny", "tokens": [...]}
   GET    /_fake/requests             {"counts": {"total", "by_endpoint"}, "log": [...]}
-                                     keys like "GET /v1/servers/{id}"
+                                     keys like "GET /v1/servers/{id}"; each log entry has
+                                     "token_fingerprint" ("tok-" + 8 hex digits of the
+                                     token's SHA-256; never the token), "fault" and
+                                     "handler_status" (see the library docs)
   GET    /_fake/requests/counts      counters only
-  GET    /_fake/requests/log         log only
+  GET    /_fake/requests/log         log only; ?token_fingerprint=tok-... filters both
+                                     log endpoints to one client's requests
   DELETE /_fake/requests             reset counters and log
   POST   /_fake/reset                back to the start configuration (the seed is gone)
 

@@ -171,6 +171,27 @@ pub struct RequestRecord {
     pub latency_ms: f64,
     /// The `X-Correlation-Id` of the response.
     pub correlation_id: String,
+    /// Whose request it was: [`token_fingerprint`] of the bearer token (`None` without one).
+    /// Never the token itself.
+    #[serde(default)]
+    pub token_fingerprint: Option<String>,
+    /// The injected fault that answered, e.g. `error locked`, `html 502`,
+    /// `reset before_response`, `reset mid_body`, `latency`; `None` if no fault matched.
+    /// For a reset before the response `status` is 0 (the client got no status).
+    #[serde(default)]
+    pub fault: Option<String>,
+    /// When a fault ran the handler and then answered something else ("applied, but the
+    /// answer was lost"): the status the handler produced (its change took effect).
+    #[serde(default)]
+    pub handler_status: Option<u16>,
+}
+
+/// A short, stable, non-reversible name for a bearer token: `tok-` and the first 8 hex
+/// digits of its SHA-256, e.g. `tok-1a2b3c4d`. Tests running several clients with different
+/// tokens compute it for their token and filter the request log by it.
+pub fn token_fingerprint(token: &str) -> String {
+    let digest = crate::sha256::digest(token.as_bytes());
+    format!("tok-{}", crate::sha256::hex(&digest[..4]))
 }
 
 /// Current runtime settings (`GET /_fake/config`).

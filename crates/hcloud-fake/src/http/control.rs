@@ -13,7 +13,7 @@
 //! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?}` | 204 |
 //! | DELETE | `/_fake/servers/{id}` | – | 204 (instant removal) |
 //! | GET | `/_fake/faults` | – | `[ActiveFault]` |
-//! | POST | `/_fake/faults` | [`FaultRule`] `{method?, path, times?, error?: {status, code, message?}, latency_ms?}` | `{"id": u64}` |
+//! | POST | `/_fake/faults` | [`FaultRule`] `{method?, path, times?, error?: {status?, code, message?}, html?: {status}, reset?: "before_response"\|"mid_body", apply?, latency_ms?}` | `{"id": u64}` |
 //! | DELETE | `/_fake/faults` | – | 204 |
 //! | POST | `/_fake/locks` | [`ResourceRef`] `{"type": "server"\|"network"\|"load_balancer"\|"certificate", "id"}` | 204 |
 //! | DELETE | `/_fake/locks/{type}/{id}` | – | 204 |
@@ -24,16 +24,16 @@
 //! | PUT | `/_fake/config/rate_limit` | [`RateLimitConfig`] `{capacity, refill_per_second}` | 204 |
 //! | POST | `/_fake/rate_limit/refill` | – | 204 |
 //! | PUT | `/_fake/config/token_policy` | [`TokenPolicy`] `{"mode": "accept_all"\|"allow"\|"deny", "tokens"?: [..]}` | 204 |
-//! | GET | `/_fake/requests` | – | `{"counts": RequestCounts, "log": [RequestRecord]}` |
+//! | GET | `/_fake/requests[?token_fingerprint=tok-..]` | – | `{"counts": RequestCounts, "log": [RequestRecord]}` (log filtered by token) |
 //! | GET | `/_fake/requests/counts` | – | [`RequestCounts`](crate::control::RequestCounts) `{total, by_endpoint}` |
-//! | GET | `/_fake/requests/log` | – | `[RequestRecord]` |
+//! | GET | `/_fake/requests/log[?token_fingerprint=tok-..]` | – | `[RequestRecord]` (filtered by token) |
 //! | DELETE | `/_fake/requests` | – | 204 (counters and log only) |
 //! | POST | `/_fake/reset` | – | 204 (everything back to the start configuration) |
 
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use axum::routing::{delete, get, post, put};
 use http::StatusCode;
@@ -43,12 +43,13 @@ use serde_json::json;
 use super::extract::{ApiJson, json, no_content, parse_id};
 use crate::config::TokenPolicy;
 use crate::control::{
-    ActionFailure, ResourceKind, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork, SeedServer,
-    SeedServerBatch, ServerPatch,
+    ActionFailure, RequestRecord, ResourceKind, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork,
+    SeedServer, SeedServerBatch, ServerPatch,
 };
 use crate::error::{ApiError, FakeError};
 use crate::faults::FaultRule;
 use crate::handle::FakeHandle;
+use crate::query::QueryParams;
 use crate::rate_limit::RateLimitConfig;
 
 /// Body of `PUT /_fake/config/action_delay`.
@@ -139,8 +140,9 @@ async fn list_faults(State(h): State<FakeHandle>) -> Response {
     json(StatusCode::OK, h.faults())
 }
 
-async fn add_fault(State(h): State<FakeHandle>, ApiJson(rule): ApiJson<FaultRule>) -> Response {
-    json(StatusCode::CREATED, json!({"id": h.inject_fault(rule)}))
+async fn add_fault(State(h): State<FakeHandle>, ApiJson(rule): ApiJson<FaultRule>) -> Result<Response, ApiError> {
+    rule.validate()?;
+    Ok(json(StatusCode::CREATED, json!({"id": h.inject_fault(rule)})))
 }
 
 async fn clear_faults(State(h): State<FakeHandle>) -> Response {
@@ -201,16 +203,24 @@ async fn set_token_policy(State(h): State<FakeHandle>, ApiJson(p): ApiJson<Token
     no_content()
 }
 
-async fn requests(State(h): State<FakeHandle>) -> Response {
-    json(StatusCode::OK, json!({"counts": h.request_counts(), "log": h.request_log()}))
+/// The log, filtered by `?token_fingerprint=` when given.
+fn log_for(h: &FakeHandle, query: Option<&str>) -> Vec<RequestRecord> {
+    match QueryParams::parse(query).get("token_fingerprint") {
+        Some(fp) => h.request_log_for(fp),
+        None => h.request_log(),
+    }
+}
+
+async fn requests(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Response {
+    json(StatusCode::OK, json!({"counts": h.request_counts(), "log": log_for(&h, q.as_deref())}))
 }
 
 async fn request_counts(State(h): State<FakeHandle>) -> Response {
     json(StatusCode::OK, h.request_counts())
 }
 
-async fn request_log(State(h): State<FakeHandle>) -> Response {
-    json(StatusCode::OK, h.request_log())
+async fn request_log(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Response {
+    json(StatusCode::OK, log_for(&h, q.as_deref()))
 }
 
 async fn reset_requests(State(h): State<FakeHandle>) -> Response {

@@ -4,11 +4,14 @@
 mod actions;
 mod catalog;
 mod certificates;
+pub(crate) mod conn;
 pub mod control;
 pub(crate) mod extract;
+mod fault_answer;
 mod load_balancers;
 mod networks;
 pub(crate) mod pipeline;
+mod respond;
 mod servers;
 
 use axum::Router;
@@ -86,6 +89,14 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/load_balancer_types/{id}", get(catalog::get_load_balancer_type))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+}
+
+impl FakeHandle {
+    /// The axum router serving `/v1` and `/_fake` for this fake (serve it yourself, or use
+    /// [`crate::FakeServer`]).
+    pub fn router(&self) -> Router {
+        router(self.clone())
+    }
 }
 
 /// The full router of a fake: `/v1/...`, `/_fake/...`, wrapped in the request pipeline.

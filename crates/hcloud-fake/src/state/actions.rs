@@ -1,69 +1,13 @@
 //! Actions: creation, lazy settling, effects applied on completion, injected failures.
 
-use std::net::Ipv4Addr;
 use std::time::Instant;
 
-use super::{ActionRecord, CertStatus, Member, PrivateNic, RouteRecord, State, TargetRecord, bump};
+use super::effect::{ActionRecord, Effect, render_action};
+use super::records::{CertStatus, Member, PrivateNic};
+use super::store::{State, bump};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef};
-use crate::time::{now_unix, rfc3339};
-use crate::wire::{Action, ActionError, ActionStatus, Resource, ServerStatus, Service};
-
-/// The state change an action makes when it finishes successfully.
-#[derive(Debug, Clone)]
-pub(crate) enum Effect {
-    /// Set a server's status (create, power on/off, shutdown).
-    ServerStatus { server: u64, status: ServerStatus },
-    /// Attach a server to a network with reserved IPs.
-    ServerAttach { server: u64, network: u64, ip: Ipv4Addr, alias_ips: Vec<Ipv4Addr> },
-    /// Detach a server from a network.
-    ServerDetach { server: u64, network: u64 },
-    /// Delete a server (its status is `deleting` meanwhile).
-    ServerDelete { server: u64, previous: ServerStatus },
-    /// Add a route.
-    AddRoute { network: u64, route: RouteRecord },
-    /// Delete a route.
-    DeleteRoute { network: u64, route: RouteRecord },
-    /// Add a service.
-    AddService { lb: u64, service: Service },
-    /// Replace a service (same listen port).
-    UpdateService { lb: u64, service: Service },
-    /// Delete a service.
-    DeleteService { lb: u64, listen_port: u16 },
-    /// Add a target.
-    AddTarget { lb: u64, target: TargetRecord },
-    /// Remove the target at a key.
-    RemoveTarget { lb: u64, target: TargetRecord },
-    /// Attach a load balancer to a network with a reserved IP.
-    LbAttach { lb: u64, network: u64, ip: Ipv4Addr },
-    /// Detach a load balancer from a network.
-    LbDetach { lb: u64, network: u64 },
-    /// Change the type.
-    LbChangeType { lb: u64, lb_type: &'static crate::wire::LoadBalancerType },
-    /// Change the algorithm.
-    LbAlgorithm { lb: u64, algorithm: String },
-    /// Enable/disable the public interface.
-    LbPublicInterface { lb: u64, enabled: bool },
-    /// Change a reverse DNS entry (`None` resets it).
-    LbDnsPtr { lb: u64, ip: String, dns_ptr: Option<String> },
-    /// Change delete protection.
-    LbProtection { lb: u64, delete: bool },
-    /// Issue a managed certificate.
-    IssueCertificate { certificate: u64 },
-}
-
-/// The action as served.
-pub(crate) fn render_action(a: &ActionRecord) -> Action {
-    Action {
-        id: a.id,
-        command: a.command.clone(),
-        status: a.status,
-        progress: a.progress,
-        started: rfc3339(a.started),
-        finished: a.finished.map(rfc3339),
-        resources: a.resources.iter().map(|r| Resource { id: r.id, kind: r.kind.as_str().to_owned() }).collect(),
-        error: a.error.clone(),
-    }
-}
+use crate::time::now_unix;
+use crate::wire::{Action, ActionError, ActionStatus};
 
 impl State {
     /// Registers `count` upcoming action failures.

@@ -3,7 +3,10 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use super::{CertStatus, CertificateRecord, Effect, State, validate_labels, validate_name};
+use super::effect::Effect;
+use super::records::{CertStatus, CertificateRecord};
+use super::store::{State, bump};
+use super::validate::{validate_labels, validate_name};
 use crate::control::{ResourceKind, ResourceRef, SeedCertificate};
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
@@ -74,7 +77,7 @@ impl State {
                 if !pem_like(key) {
                     return Err(ApiError::invalid_input("private_key", "private_key must be PEM encoded"));
                 }
-                let id = super::bump(&mut self.ids.certificate);
+                let id = bump(&mut self.ids.certificate);
                 self.certificates.insert(
                     id,
                     CertificateRecord {
@@ -101,7 +104,7 @@ impl State {
                         "managed certificates need at least one domain name",
                     ));
                 }
-                let id = super::bump(&mut self.ids.certificate);
+                let id = bump(&mut self.ids.certificate);
                 self.certificates.insert(
                     id,
                     CertificateRecord {
@@ -145,7 +148,7 @@ impl State {
         };
         let now = now_unix();
         let pem = seed.certificate.clone().unwrap_or_else(|| fake_pem(&seed.domain_names));
-        let id = super::bump(&mut self.ids.certificate);
+        let id = bump(&mut self.ids.certificate);
         self.certificates.insert(
             id,
             CertificateRecord {

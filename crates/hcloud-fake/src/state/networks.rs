@@ -18,10 +18,10 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::{
-    Effect, Member, NetworkRecord, RouteRecord, State, SubnetRecord, parse_ipv4, parse_ipv4_net, validate_labels,
-    validate_name,
-};
+use super::effect::Effect;
+use super::records::{Member, NetworkRecord, RouteRecord, SubnetRecord};
+use super::store::{State, bump};
+use super::validate::{parse_ipv4, parse_ipv4_net, validate_labels, validate_name};
 use crate::catalog::NETWORK_ZONES;
 use crate::control::{ResourceKind, ResourceRef, SeedNetwork};
 use crate::error::ApiError;
@@ -174,7 +174,7 @@ impl State {
             }
             record.routes.push(route);
         }
-        let id = super::bump(&mut self.ids.network);
+        let id = bump(&mut self.ids.network);
         record.id = id;
         self.networks.insert(id, record);
         Ok(id)

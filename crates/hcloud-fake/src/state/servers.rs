@@ -5,9 +5,10 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv6Net;
 
-use super::{
-    Effect, Member, PrivateNic, PublicV4, PublicV6, ServerRecord, State, TargetRecord, parse_ipv4, validate_labels,
-};
+use super::effect::Effect;
+use super::records::{Member, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord};
+use super::store::{State, bump};
+use super::validate::{parse_ipv4, parse_ipv4_net, validate_labels};
 use crate::catalog::catalog;
 use crate::control::{NetworkRef, ResourceKind, ResourceRef, SeedServer, SeedServerBatch, ServerPatch};
 use crate::error::ApiError;
@@ -142,7 +143,7 @@ impl State {
             plan.push((*network, primary, aliases.clone()));
         }
 
-        let id = super::bump(&mut self.ids.server);
+        let id = bump(&mut self.ids.server);
         let ipv4 = if spec.enable_ipv4 {
             let ip = match spec.fixed_ipv4 {
                 Some(ip) => {
@@ -308,7 +309,7 @@ impl State {
             ));
         }
         let requested = req.ip.as_deref().map(|s| parse_ipv4("ip", s)).transpose()?;
-        let ip_range = req.ip_range.as_deref().map(|s| super::parse_ipv4_net("ip_range", s)).transpose()?;
+        let ip_range = req.ip_range.as_deref().map(|s| parse_ipv4_net("ip_range", s)).transpose()?;
         let aliases =
             req.alias_ips.iter().flatten().map(|s| parse_ipv4("alias_ips", s)).collect::<Result<Vec<_>, _>>()?;
         let ip = self.pick_private_ip(req.network, &zone, requested, ip_range)?;
@@ -535,10 +536,5 @@ impl State {
             .collect();
         let (slice, meta) = page.apply(&matching);
         (slice.iter().map(|s| self.render_server(s)).collect(), meta)
-    }
-
-    /// The id the next action will get.
-    pub(crate) fn peek_action_id(&self) -> u64 {
-        self.ids.action
     }
 }

@@ -3,6 +3,7 @@
 
 mod certificates;
 mod common;
+mod faults;
 mod load_balancers;
 mod networks;
 mod pipeline;

@@ -1,0 +1,169 @@
+//! The records the state keeps per resource (the served shapes are rendered from them).
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use ipnet::{Ipv4Net, Ipv6Net};
+
+use crate::label_selector::LabelSelector;
+use crate::wire::{
+    ActionError, Image, Labels, LoadBalancerType, Location, Protection, ServerProtection, ServerStatus, ServerType,
+    Service,
+};
+
+/// A server's public IPv4.
+#[derive(Debug, Clone)]
+pub(crate) struct PublicV4 {
+    pub id: u64,
+    pub ip: Ipv4Addr,
+    pub dns_ptr: String,
+}
+
+/// A server's public IPv6 network.
+#[derive(Debug, Clone)]
+pub(crate) struct PublicV6 {
+    pub id: u64,
+    pub net: Ipv6Net,
+}
+
+/// A server's private interface.
+#[derive(Debug, Clone)]
+pub(crate) struct PrivateNic {
+    pub network: u64,
+    pub ip: Ipv4Addr,
+    pub alias_ips: Vec<Ipv4Addr>,
+    pub mac: String,
+}
+
+/// A server.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerRecord {
+    pub id: u64,
+    pub name: String,
+    pub status: ServerStatus,
+    pub created: i64,
+    pub server_type: &'static ServerType,
+    pub location: &'static Location,
+    pub image: Option<&'static Image>,
+    pub labels: Labels,
+    pub ipv4: Option<PublicV4>,
+    pub ipv6: Option<PublicV6>,
+    pub private_net: Vec<PrivateNic>,
+    pub protection: ServerProtection,
+}
+
+/// What holds a private IP of a network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Member {
+    /// A server's primary private IP.
+    Server(u64),
+    /// A server's alias IP.
+    Alias(u64),
+    /// A load balancer's private IP.
+    LoadBalancer(u64),
+    /// Reserved by a running attach action.
+    Reserved(u64),
+}
+
+/// A subnet.
+#[derive(Debug, Clone)]
+pub(crate) struct SubnetRecord {
+    pub kind: String,
+    pub ip_range: Ipv4Net,
+    pub zone: String,
+    pub vswitch_id: Option<u64>,
+}
+
+/// A route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RouteRecord {
+    pub destination: Ipv4Net,
+    pub gateway: Ipv4Addr,
+}
+
+/// A network.
+#[derive(Debug, Clone)]
+pub(crate) struct NetworkRecord {
+    pub id: u64,
+    pub name: String,
+    pub ip_range: Ipv4Net,
+    pub subnets: Vec<SubnetRecord>,
+    pub routes: Vec<RouteRecord>,
+    pub labels: Labels,
+    pub protection: Protection,
+    pub created: i64,
+    pub expose_routes_to_vswitch: bool,
+    /// Private IPs in use.
+    pub members: BTreeMap<Ipv4Addr, Member>,
+}
+
+/// A load balancer.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadBalancerRecord {
+    pub id: u64,
+    pub name: String,
+    pub lb_type: &'static LoadBalancerType,
+    pub location: &'static Location,
+    pub labels: Labels,
+    pub created: i64,
+    pub algorithm: String,
+    pub public_enabled: bool,
+    pub ipv4: Ipv4Addr,
+    pub ipv4_dns_ptr: String,
+    pub ipv6_net: Ipv6Net,
+    pub ipv6: Ipv6Addr,
+    pub ipv6_dns_ptr: String,
+    pub private_net: Vec<(u64, Ipv4Addr)>,
+    pub services: Vec<Service>,
+    pub targets: Vec<TargetRecord>,
+    pub protection: Protection,
+}
+
+/// Issuance status of a managed certificate.
+#[derive(Debug, Clone)]
+pub(crate) struct CertStatus {
+    pub issuance: String,
+    pub renewal: String,
+    pub error: Option<ActionError>,
+}
+
+/// A certificate.
+#[derive(Debug, Clone)]
+pub(crate) struct CertificateRecord {
+    pub id: u64,
+    pub name: String,
+    pub managed: bool,
+    pub certificate: Option<String>,
+    pub domain_names: Vec<String>,
+    pub fingerprint: Option<String>,
+    pub not_valid_before: Option<i64>,
+    pub not_valid_after: Option<i64>,
+    pub status: Option<CertStatus>,
+    pub labels: Labels,
+    pub created: i64,
+}
+
+/// A target of a load balancer.
+#[derive(Debug, Clone)]
+pub(crate) enum TargetRecord {
+    /// A server.
+    Server { id: u64, use_private_ip: bool },
+    /// An IP address.
+    Ip { ip: String },
+    /// All servers matching a selector.
+    LabelSelector { selector: LabelSelector, use_private_ip: bool },
+}
+
+impl TargetRecord {
+    /// Whether both describe the same target (ignoring `use_private_ip`).
+    pub fn same_target(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Server { id: a, .. }, Self::Server { id: b, .. }) => a == b,
+            (Self::Ip { ip: a }, Self::Ip { ip: b }) => a == b,
+            (Self::LabelSelector { selector: a, .. }, Self::LabelSelector { selector: b, .. }) => {
+                a.to_string() == b.to_string()
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! [`State`]: every resource, action, lock and id counter of one fake, and the lock rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::effect::{ActionRecord, render_action};
+use super::ipam::PublicIps;
+use super::records::{CertificateRecord, LoadBalancerRecord, NetworkRecord, ServerRecord};
+use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
+use crate::error::ApiError;
+
+/// First ids of each kind (distinct ranges catch id mix-ups).
+pub(crate) mod first_id {
+    /// Servers.
+    pub const SERVER: u64 = 10_000_001;
+    /// Networks.
+    pub const NETWORK: u64 = 20_001;
+    /// Load balancers.
+    pub const LOAD_BALANCER: u64 = 30_001;
+    /// Certificates.
+    pub const CERTIFICATE: u64 = 40_001;
+    /// Primary IPs (ids of public IPv4/IPv6 objects).
+    pub const PRIMARY_IP: u64 = 50_000_001;
+    /// Actions.
+    pub const ACTION: u64 = 1_000_001;
+}
+
+#[derive(Debug)]
+pub(super) struct Ids {
+    pub(super) server: u64,
+    pub(super) network: u64,
+    pub(super) load_balancer: u64,
+    pub(super) certificate: u64,
+    primary_ip: u64,
+    pub(super) action: u64,
+    mac: u64,
+}
+
+impl Default for Ids {
+    fn default() -> Self {
+        Self {
+            server: first_id::SERVER,
+            network: first_id::NETWORK,
+            load_balancer: first_id::LOAD_BALANCER,
+            certificate: first_id::CERTIFICATE,
+            primary_ip: first_id::PRIMARY_IP,
+            action: first_id::ACTION,
+            mac: 1,
+        }
+    }
+}
+
+/// Hands out the counter's value and advances it.
+pub(super) fn bump(counter: &mut u64) -> u64 {
+    let id = *counter;
+    *counter += 1;
+    id
+}
+
+/// The whole state of a fake.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub action_delay: Duration,
+    pub(super) ids: Ids,
+    pub servers: BTreeMap<u64, ServerRecord>,
+    pub networks: BTreeMap<u64, NetworkRecord>,
+    pub load_balancers: BTreeMap<u64, LoadBalancerRecord>,
+    pub certificates: BTreeMap<u64, CertificateRecord>,
+    pub actions: BTreeMap<u64, ActionRecord>,
+    pub(super) running: BTreeSet<u64>,
+    manual_locks: BTreeSet<ResourceRef>,
+    pub(super) action_failures: Vec<ActionFailure>,
+    pub(super) public_ips: PublicIps,
+}
+
+impl State {
+    /// An empty state.
+    pub fn new(action_delay: Duration) -> Self {
+        Self {
+            action_delay,
+            ids: Ids::default(),
+            servers: BTreeMap::new(),
+            networks: BTreeMap::new(),
+            load_balancers: BTreeMap::new(),
+            certificates: BTreeMap::new(),
+            actions: BTreeMap::new(),
+            running: BTreeSet::new(),
+            manual_locks: BTreeSet::new(),
+            action_failures: Vec::new(),
+            public_ips: PublicIps::default(),
+        }
+    }
+
+    /// Locks a resource for tests.
+    pub fn lock(&mut self, r: ResourceRef) {
+        self.manual_locks.insert(r);
+    }
+
+    /// Removes a test lock.
+    pub fn unlock(&mut self, r: ResourceRef) {
+        self.manual_locks.remove(&r);
+    }
+
+    /// Whether mutations of the resource answer `locked`.
+    pub fn is_locked(&self, kind: ResourceKind, id: u64) -> bool {
+        let r = ResourceRef { kind, id };
+        self.manual_locks.contains(&r)
+            || self
+                .running
+                .iter()
+                .any(|a| self.actions.get(a).and_then(|a| a.resources.first()).is_some_and(|first| *first == r))
+    }
+
+    /// `Err(locked)` if the resource is locked.
+    pub fn ensure_unlocked(&self, kind: ResourceKind, id: u64) -> Result<(), ApiError> {
+        if self.is_locked(kind, id) { Err(ApiError::locked(kind.as_str(), id)) } else { Ok(()) }
+    }
+
+    /// A snapshot of everything.
+    pub fn snapshot(&self) -> StateSnapshot {
+        StateSnapshot {
+            servers: self.servers.values().map(|s| self.render_server(s)).collect(),
+            networks: self.networks.values().map(|n| self.render_network(n)).collect(),
+            load_balancers: self.load_balancers.values().map(|l| self.render_load_balancer(l)).collect(),
+            certificates: self.certificates.values().map(|c| self.render_certificate(c)).collect(),
+            actions: self.actions.values().map(render_action).collect(),
+        }
+    }
+
+    pub(super) fn next_primary_ip_id(&mut self) -> u64 {
+        bump(&mut self.ids.primary_ip)
+    }
+
+    pub(super) fn next_mac(&mut self) -> String {
+        let n = bump(&mut self.ids.mac);
+        format!("86:00:00:{:02x}:{:02x}:{:02x}", (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff)
+    }
+
+    /// The id the next action will get.
+    pub(super) fn peek_action_id(&self) -> u64 {
+        self.ids.action
+    }
+}
