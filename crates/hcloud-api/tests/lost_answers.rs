@@ -177,7 +177,7 @@ async fn conflict_anywhere_is_retried_and_locked_is_reported() {
     let a = c.networks().add_route(net, &route).await.unwrap();
     assert_eq!(env.statuses("POST /v1/networks/{id}/actions/add_route"), [409, 409, 201]);
     c.wait_for_action(&a, WAIT).await.unwrap();
-    assert_eq!(c.networks().get(net).await.unwrap().routes, vec![route.clone()], "the route was added once");
+    assert_eq!(c.networks().get(net).await.unwrap().routes, vec![route], "the route was added once");
 
     env.h.inject_fault(FaultRule::locked(Some("POST"), "/networks/{id}/actions/delete_route"));
     let err = c.networks().delete_route(net, &route).await.unwrap_err();
