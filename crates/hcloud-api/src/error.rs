@@ -197,6 +197,16 @@ pub enum Error {
         /// How long the waiter waited.
         waited: Duration,
     },
+    /// The API no longer knows a running action the waiter polled: it finished and was
+    /// pruned before the next poll, so whether it succeeded is unknown. Read the resource's
+    /// state to find out.
+    #[error("action {id} ({command}) is no longer known to the API (finished and pruned); its outcome is unknown")]
+    ActionGone {
+        /// The action.
+        id: ActionId,
+        /// The action's command.
+        command: String,
+    },
     /// A client-side precondition failed (bad endpoint URL, bad argument).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -300,6 +310,7 @@ impl Error {
             Error::Transport { .. }
             | Error::Timeout { .. }
             | Error::ActionTimeout { .. }
+            | Error::ActionGone { .. }
             | Error::DeadlineExceeded { .. }
             | Error::OutcomeUnknown { .. } => true,
             Error::Decode { .. } | Error::ActionFailed { .. } | Error::InvalidArgument(_) | Error::NotSent { .. } => {

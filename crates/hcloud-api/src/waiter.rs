@@ -5,7 +5,9 @@
 //! request's own retries) does not end the wait: the action runs on at the API regardless,
 //! so the waiter logs the failure and polls again at the next interval. A poll that fails
 //! for good (the request gate refused it, the token was rejected, the answer was malformed)
-//! ends the wait with that error.
+//! ends the wait with that error. An action that a successful poll no longer returns has
+//! finished and been pruned by the API: the wait ends with [`Error::ActionGone`] (outcome
+//! unknown) instead of polling until the timeout.
 
 use std::time::{Duration, Instant};
 
@@ -83,6 +85,11 @@ impl Client {
             match self.actions().get_many(&pending).await {
                 Ok(fresh) => {
                     failed_polls = 0;
+                    if let Some(gone) = pending.iter().find(|id| !fresh.iter().any(|f| f.id == **id))
+                        && let Some(a) = current.iter().find(|a| a.id == *gone)
+                    {
+                        return Err(Error::ActionGone { id: a.id, command: a.command.clone() });
+                    }
                     for f in fresh {
                         if let Some(slot) = current.iter_mut().find(|a| a.id == f.id) {
                             *slot = f;
