@@ -192,7 +192,8 @@ fn two_services() -> Vec<LbService> {
                 certificates: Vec::new(),
                 redirect_http: false,
                 sticky_sessions: true,
-                timeout_idle: None,
+                // Explicit: today's API answers every HTTP service with a timeout_idle.
+                timeout_idle: Some(45),
             }),
         },
     ]

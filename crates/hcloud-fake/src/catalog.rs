@@ -6,6 +6,7 @@
 
 use std::sync::LazyLock;
 
+use crate::time::{now_unix, rfc3339};
 use crate::wire::request::IdOrName;
 use crate::wire::{
     Architecture, DeprecationInfo, Image, LoadBalancerType, Location, Price, PricePerTime, Protection, ServerType,
@@ -182,10 +183,13 @@ const SERVER_TYPES: &[TypeSpec] = &[
     TypeSpec { id: 120, name: "cpx42", cores: 8, memory: 16.0, disk: 320.0, cpu_type: "shared", arch: Architecture::X86, category: "regular_purpose", monthly: 25.49, locations: ALL, deprecated: false },
 ];
 
+/// `unavailable_after` of every deprecated type: 2026-12-31T00:00:00Z.
+const UNAVAILABLE_AFTER_UNIX: i64 = 1_798_675_200;
+
 fn deprecation() -> DeprecationInfo {
     DeprecationInfo {
         announced: "2025-10-16T06:00:00+00:00".to_owned(),
-        unavailable_after: "2026-12-31T00:00:00+00:00".to_owned(),
+        unavailable_after: rfc3339(UNAVAILABLE_AFTER_UNIX),
     }
 }
 
@@ -216,7 +220,15 @@ fn server_type(spec: &TypeSpec, locations: &[Location]) -> ServerType {
         locations: locations
             .iter()
             .filter(|l| spec.locations.contains(&l.name.as_str()))
-            .map(|l| ServerTypeLocation { id: l.id, name: l.name.clone(), deprecation: dep.clone() })
+            .map(|l| ServerTypeLocation {
+                id: l.id,
+                name: l.name.clone(),
+                deprecation: dep.clone(),
+                // A deprecated type can still be ordered until `unavailable_after`; it is
+                // never recommended.
+                available: !spec.deprecated || now_unix() < UNAVAILABLE_AFTER_UNIX,
+                recommended: !spec.deprecated,
+            })
             .collect(),
     }
 }

@@ -66,6 +66,8 @@ impl TokenPolicy {
 pub struct FakeConfig {
     /// Time from an action's start to its end (default 500 ms; zero finishes at once).
     pub action_delay: Duration,
+    /// How long finished actions are kept before they are pruned (default 1 hour).
+    pub action_retention: Duration,
     /// Rate limit (default capacity 3600, refill 1/s).
     pub rate_limit: RateLimitConfig,
     /// Token policy (default accept all).
@@ -78,6 +80,7 @@ impl Default for FakeConfig {
     fn default() -> Self {
         Self {
             action_delay: Duration::from_millis(500),
+            action_retention: Duration::from_secs(3600),
             rate_limit: RateLimitConfig::default(),
             token_policy: TokenPolicy::AcceptAll,
             log_requests: true,

@@ -14,9 +14,11 @@
 //! | 405 | `method_not_allowed` |
 //! | 409 | `conflict`, `uniqueness_error`, `load_balancer_already_attached`, `source_port_already_used`, `target_already_defined` |
 //! | 422 | every other operation-specific code: `server_already_attached`, `ip_not_available`, `no_subnet_available`, `load_balancer_not_attached_to_network`, `server_not_attached_to_network`, `invalid_load_balancer_type`, `missing_ipv4`, `load_balancer_public_interface_disabled`, `cloud_resource_ip_not_allowed`, `resource_in_use`, ... |
+//! | 410 | `deprecated_api_endpoint` (a removed endpoint, e.g. `/datacenters`) |
 //! | 423 | `locked` |
 //! | 429 | `rate_limit_exceeded` |
 //! | 500 | `server_error` |
+//! | 502 | `bad_gateway` |
 //! | 503 | `service_error`, `maintenance`, `unavailable` |
 //! | 504 | `timeout` |
 //!
@@ -59,9 +61,11 @@ pub fn status_for_code(code: &str) -> StatusCode {
         | "load_balancer_already_attached"
         | "source_port_already_used"
         | "target_already_defined" => StatusCode::CONFLICT,
+        "deprecated_api_endpoint" => StatusCode::GONE,
         "locked" => StatusCode::LOCKED,
         "rate_limit_exceeded" => StatusCode::TOO_MANY_REQUESTS,
         "server_error" => StatusCode::INTERNAL_SERVER_ERROR,
+        "bad_gateway" => StatusCode::BAD_GATEWAY,
         "service_error" | "maintenance" | "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
         "timeout" => StatusCode::GATEWAY_TIMEOUT,
         _ => StatusCode::UNPROCESSABLE_ENTITY,
@@ -157,6 +161,8 @@ mod tests {
         assert_eq!(status_for_code("locked"), StatusCode::LOCKED);
         assert_eq!(status_for_code("rate_limit_exceeded"), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(status_for_code("timeout"), StatusCode::GATEWAY_TIMEOUT);
+        assert_eq!(status_for_code("bad_gateway"), StatusCode::BAD_GATEWAY);
+        assert_eq!(status_for_code("deprecated_api_endpoint"), StatusCode::GONE);
     }
 
     #[test]

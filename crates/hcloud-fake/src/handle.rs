@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::config::{FakeConfig, TokenPolicy};
 use crate::control::{
     ActionFailure, RequestCounts, RequestRecord, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork,
-    SeedResult, SeedServer, SeedServerBatch, ServerPatch, Settings, StateSnapshot,
+    SeedResult, SeedServer, SeedServerBatch, ServerPatch, Settings, StateSnapshot, TargetHealthOverride,
 };
 use crate::error::FakeError;
 use crate::faults::{ActiveFault, FaultRule, Faults};
@@ -45,7 +45,7 @@ impl FakeHandle {
     pub fn new(config: FakeConfig) -> Self {
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::new(config.action_delay)),
+                state: Mutex::new(State::new(config.action_delay, config.action_retention)),
                 bucket: Mutex::new(TokenBucket::new(config.rate_limit)),
                 faults: Mutex::new(Faults::default()),
                 policy: Mutex::new(config.token_policy.clone()),
@@ -159,6 +159,11 @@ impl FakeHandle {
         Ok(self.with_state(|s| s.patch_server(id, patch))?)
     }
 
+    /// Sets (or clears) the health a load balancer reports for one of its targets.
+    pub fn set_target_health(&self, load_balancer: u64, health: &TargetHealthOverride) -> Result<(), FakeError> {
+        Ok(self.with_state(|s| s.set_target_health(load_balancer, health))?)
+    }
+
     // ----- faults, locks, action failures -----
 
     /// Installs a fault; returns its id.
@@ -203,6 +208,11 @@ impl FakeHandle {
         self.with_state(|s| s.action_delay = delay);
     }
 
+    /// Sets how long finished actions are kept (zero: pruned at the next request).
+    pub fn set_action_retention(&self, retention: Duration) {
+        self.with_state(|s| s.action_retention = retention);
+    }
+
     /// Sets the rate limit; the bucket starts full.
     pub fn set_rate_limit(&self, capacity: u32, refill_per_second: f64) {
         lock(&self.shared.bucket).reconfigure(RateLimitConfig { capacity, refill_per_second });
@@ -220,9 +230,10 @@ impl FakeHandle {
 
     /// The current settings.
     pub fn settings(&self) -> Settings {
-        let delay = self.with_state(|s| s.action_delay);
+        let (delay, retention) = self.with_state(|s| (s.action_delay, s.action_retention));
         Settings {
             action_delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            action_retention_ms: u64::try_from(retention.as_millis()).unwrap_or(u64::MAX),
             rate_limit: lock(&self.shared.bucket).config(),
             token_policy: lock(&self.shared.policy).clone(),
         }
@@ -265,7 +276,7 @@ impl FakeHandle {
     /// the configuration the fake was created with.
     pub fn reset(&self) {
         let config = &self.shared.config;
-        *lock(&self.shared.state) = State::new(config.action_delay);
+        *lock(&self.shared.state) = State::new(config.action_delay, config.action_retention);
         *lock(&self.shared.bucket) = TokenBucket::new(config.rate_limit);
         *lock(&self.shared.policy) = config.token_policy.clone();
         lock(&self.shared.faults).clear();

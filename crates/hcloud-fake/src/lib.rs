@@ -2,11 +2,14 @@
 //! for tests, benchmarks and the local sandbox, where the real API is unreachable.
 //!
 //! It serves the subset hcloud-ccm uses — servers, networks (routes), load balancers
-//! (services, targets, networks), certificates, actions, locations, server types and load
-//! balancer types — with the API's JSON shapes ([`wire`], written from the OpenAPI
-//! description, independent of the project's client crate), its error envelope and status
-//! codes ([`error`]), pagination, label selectors, rate limiting, actions that finish after
-//! a configurable delay, and `locked` resources. A test-control surface ([`control`],
+//! (services, targets, networks), certificates, primary IPs, actions, locations, server types
+//! and load balancer types — as the API is today: the JSON shapes of the OpenAPI description
+//! ([`wire`], independent of the project's client crate) plus the changes the API made since
+//! (server type `locations[].available`/`recommended`, `timeout_idle`, primary IP
+//! `assignee_type`, no `datacenter`, `/datacenters` answering `410`, load balancer deletion
+//! answering an action), its error envelope and status codes ([`error`]), pagination, label
+//! selectors, rate limiting, actions that progress over a configurable delay and are pruned
+//! later, `locked` resources and `conflict` on busy networks. A test-control surface ([`control`],
 //! [`FakeHandle`], HTTP under `/_fake`) seeds state, injects faults and reads counters.
 //!
 //! # How a request flows
@@ -63,6 +66,7 @@ pub mod sha256;
 mod state;
 mod time;
 pub mod wire;
+mod x509;
 
 pub use config::{FakeConfig, TokenPolicy};
 pub use control::token_fingerprint;

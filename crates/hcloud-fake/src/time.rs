@@ -31,6 +31,31 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, u32::try_from(m).unwrap_or(1), u32::try_from(d).unwrap_or(1))
 }
 
+/// Days since 1970-01-01 of a civil date (inverse of `civil_from_days`).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Unix seconds of a UTC civil time.
+pub(crate) fn unix_from_civil(y: i64, m: u32, d: u32, hh: u32, mm: u32, ss: u32) -> i64 {
+    days_from_civil(y, m, d) * 86_400 + i64::from(hh) * 3600 + i64::from(mm) * 60 + i64::from(ss)
+}
+
+/// The UTC civil time of unix seconds: (year, month, day, hour, minute, second).
+pub(crate) fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    // rem < 86400, so every part fits in u32.
+    let part = |v: i64| u32::try_from(v).unwrap_or(0);
+    (y, m, d, part(rem / 3600), part((rem % 3600) / 60), part(rem % 60))
+}
+
 /// `YYYY-MM-DDTHH:MM:SS+00:00` for a unix timestamp in seconds (the API's format).
 pub(crate) fn rfc3339(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
@@ -58,5 +83,12 @@ mod tests {
         assert_eq!(rfc3339(1_454_198_100), "2016-01-30T23:55:00+00:00");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00+00:00");
         assert_eq!(rfc3339_ms(1_500), "1970-01-01T00:00:01.500Z");
+        assert_eq!(unix_from_civil(2016, 1, 30, 23, 55, 0), 1_454_198_100);
+        assert_eq!(unix_from_civil(2000, 2, 29, 0, 0, 0), 951_782_400);
+        assert_eq!(unix_from_civil(1970, 1, 1, 0, 0, 0), 0);
+        for t in [0, 951_782_400, 1_798_675_200, 4_102_444_800, 2_524_608_000] {
+            let (y, m, d, hh, mm, ss) = civil_from_unix(t);
+            assert_eq!(unix_from_civil(y, m, d, hh, mm, ss), t);
+        }
     }
 }

@@ -13,8 +13,9 @@ use hcloud_fake::control::Seed;
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer, RateLimitConfig, TokenPolicy};
 
 const AFTER_HELP: &str = r#"API:
-  http://ADDR/v1/...  Hetzner Cloud API subset (servers, networks, load_balancers,
-  certificates, actions, locations, server_types, load_balancer_types). Requires
+  http://ADDR/v1/...  Hetzner Cloud API subset, as the API is today (servers, networks,
+  load_balancers, certificates, primary_ips, actions, locations, server_types,
+  load_balancer_types; /datacenters answers 410 Gone). Requires
   "Authorization: Bearer <token>"; rate limited; one log line per request.
 
 CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
@@ -27,6 +28,12 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
   POST   /_fake/seed/certificates    body: one certificate -> {"id"}
   PATCH  /_fake/servers/{id}         body: {"name"?, "status"?, "labels"?}
   DELETE /_fake/servers/{id}         remove a server instantly
+  PUT    /_fake/load_balancers/{id}/target_health
+                                     body: {"server": ID | "ip": IP, "listen_port"?,
+                                     "status": "healthy" | "unhealthy" | "unknown" | null}
+                                     what the load balancer reports for that target
+                                     (null: back to the default: healthy while the
+                                     server runs, unhealthy otherwise)
   GET    /_fake/faults               installed faults
   POST   /_fake/faults               body: {"method"?, "path", "times"?, "latency_ms"?,
                                      and at most one answer:
@@ -53,6 +60,9 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
   POST   /_fake/actions/finish       finish all running actions now
   GET    /_fake/config               current settings
   PUT    /_fake/config/action_delay  body: {"ms": 500}
+  PUT    /_fake/config/action_retention
+                                     body: {"ms": 3600000}; finished actions older
+                                     than this are pruned (gone from /v1/actions)
   PUT    /_fake/config/rate_limit    body: {"capacity": 3600, "refill_per_second": 1.0}
   POST   /_fake/rate_limit/refill    fill the bucket
   PUT    /_fake/config/token_policy  body: {"mode": "accept_all"} or
@@ -117,6 +127,11 @@ struct Args {
     /// How long actions run before they finish, e.g. 500ms, 2s, 0s (0 = immediately).
     #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
     action_delay: Duration,
+
+    /// How long finished actions are kept before they are pruned (gone from /v1/actions),
+    /// e.g. 1h, 10m.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    action_retention: Duration,
 
     /// Rate limit bucket size (requests).
     #[arg(long, default_value_t = 3600, value_name = "N")]
@@ -191,6 +206,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let config = FakeConfig {
         action_delay: args.action_delay,
+        action_retention: args.action_retention,
         rate_limit: RateLimitConfig {
             capacity: args.rate_limit_capacity,
             refill_per_second: args.rate_limit_refill_per_second,

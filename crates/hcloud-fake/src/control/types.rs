@@ -117,6 +117,45 @@ pub struct ServerPatch {
     pub labels: Option<Labels>,
 }
 
+/// Sets (or clears) the health a load balancer reports for one target
+/// (`PUT /_fake/load_balancers/{id}/target_health`).
+///
+/// JSON: `{"server": 10000001, "listen_port": 443, "status": "unhealthy"}` or
+/// `{"ip": "203.0.113.5", "status": "healthy"}`; exactly one of `server` and `ip`. Without
+/// `listen_port` it applies to every service; `status` `null` (or absent) removes what was
+/// set, so the target reports its default again (`healthy` while its server runs,
+/// `unhealthy` otherwise, `unknown` for IP targets). A server selected by a label selector
+/// target is addressed by its `server` id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetHealthOverride {
+    /// A server target (or a server selected by a label selector).
+    #[serde(default)]
+    pub server: Option<u64>,
+    /// An IP target.
+    #[serde(default)]
+    pub ip: Option<String>,
+    /// One service's listen port; `None` for all services.
+    #[serde(default)]
+    pub listen_port: Option<u16>,
+    /// `healthy`, `unhealthy` or `unknown`; `None` clears.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+impl TargetHealthOverride {
+    /// `status` for a server on every service.
+    pub fn server(id: u64, status: &str) -> Self {
+        Self { server: Some(id), status: Some(status.to_owned()), ..Self::default() }
+    }
+
+    /// Only for the service listening on `port`.
+    #[must_use]
+    pub fn port(mut self, port: u16) -> Self {
+        self.listen_port = Some(port);
+        self
+    }
+}
+
 /// Everything the fake holds, as the API would serve it. Sorted by id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateSnapshot {
@@ -199,6 +238,8 @@ pub fn token_fingerprint(token: &str) -> String {
 pub struct Settings {
     /// Action delay in milliseconds.
     pub action_delay_ms: u64,
+    /// How long finished actions are kept, in milliseconds.
+    pub action_retention_ms: u64,
     /// Rate limit.
     pub rate_limit: RateLimitConfig,
     /// Token policy.

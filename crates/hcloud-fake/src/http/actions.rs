@@ -10,26 +10,24 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
-use crate::state::render_action;
 use crate::wire::Action;
 
-/// `GET /actions?id=1&id=2`: the listed actions (all when no id is given), paged, by id.
+/// `GET /actions?id=1&id=2`: the listed actions that exist, by id, as `{"actions": [..]}`
+/// (no `meta`). At least one `id` is required: listing every action of a project was removed
+/// from the API on 2025-01-30. `page`/`per_page` are ignored.
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
-    let page = PageRequest::from_query(&q)?;
-    let ids = q.ids("id")?;
-    let actions: Vec<Action> = h.with_state(|s| {
-        if ids.is_empty() {
-            s.actions.values().map(render_action).collect()
-        } else {
-            let mut ids = ids.clone();
-            ids.sort_unstable();
-            ids.dedup();
-            ids.iter().filter_map(|id| s.action(*id)).collect()
-        }
-    });
-    let (slice, meta) = page.apply(&actions);
-    Ok(list_body("actions", slice, &meta))
+    let mut ids = q.ids("id")?;
+    if ids.is_empty() {
+        return Err(ApiError::invalid_input(
+            "id",
+            "at least one id is required (listing all actions was removed from the API on 2025-01-30)",
+        ));
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let actions: Vec<Action> = h.with_state(|s| ids.iter().filter_map(|id| s.action(*id)).collect());
+    Ok(single_body(StatusCode::OK, "actions", &actions))
 }
 
 /// `GET /actions/{id}`.

@@ -26,6 +26,20 @@ fn list_of<T: Serialize>(
     Ok(list_body(key, slice, &meta))
 }
 
+/// `GET /datacenters` and `GET /datacenters/{id}`: removed from the API on 2026-10-01
+/// (`410 Gone`, `deprecated_api_endpoint`).
+pub(crate) async fn datacenters_gone() -> ApiError {
+    let mut e = ApiError::with_status(
+        StatusCode::GONE,
+        "deprecated_api_endpoint",
+        "the datacenters endpoints were removed on 2026-10-01; use locations",
+    );
+    e.details = serde_json::json!({
+        "announcement": "https://docs.hetzner.cloud/changelog#2026-06-02-datacenters-deprecated"
+    });
+    e
+}
+
 /// `GET /locations`.
 pub(crate) async fn list_locations(State(_): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     list_of("locations", &catalog().locations, |l| &l.name, q.as_deref())

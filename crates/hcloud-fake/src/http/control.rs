@@ -12,6 +12,7 @@
 //! | POST | `/_fake/seed/certificates` | [`SeedCertificate`] | `{"id": u64}` |
 //! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?}` | 204 |
 //! | DELETE | `/_fake/servers/{id}` | – | 204 (instant removal) |
+//! | PUT | `/_fake/load_balancers/{id}/target_health` | [`TargetHealthOverride`] `{server? \| ip?, listen_port?, status?}` | 204 |
 //! | GET | `/_fake/faults` | – | `[ActiveFault]` |
 //! | POST | `/_fake/faults` | [`FaultRule`] `{method?, path, times?, error?: {status?, code, message?}, html?: {status}, reset?: "before_response"\|"mid_body", apply?, latency_ms?}` | `{"id": u64}` |
 //! | DELETE | `/_fake/faults` | – | 204 |
@@ -21,6 +22,7 @@
 //! | POST | `/_fake/actions/finish` | – | 204 (finish all running actions) |
 //! | GET | `/_fake/config` | – | [`Settings`](crate::control::Settings) |
 //! | PUT | `/_fake/config/action_delay` | `{"ms": u64}` | 204 |
+//! | PUT | `/_fake/config/action_retention` | `{"ms": u64}` | 204 (finished actions older than this are pruned) |
 //! | PUT | `/_fake/config/rate_limit` | [`RateLimitConfig`] `{capacity, refill_per_second}` | 204 |
 //! | POST | `/_fake/rate_limit/refill` | – | 204 |
 //! | PUT | `/_fake/config/token_policy` | [`TokenPolicy`] `{"mode": "accept_all"\|"allow"\|"deny", "tokens"?: [..]}` | 204 |
@@ -44,7 +46,7 @@ use super::extract::{ApiJson, json, no_content, parse_id};
 use crate::config::TokenPolicy;
 use crate::control::{
     ActionFailure, RequestRecord, ResourceKind, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork,
-    SeedServer, SeedServerBatch, ServerPatch,
+    SeedServer, SeedServerBatch, ServerPatch, TargetHealthOverride,
 };
 use crate::error::{ApiError, FakeError};
 use crate::faults::FaultRule;
@@ -69,6 +71,7 @@ pub(crate) fn routes() -> Router<FakeHandle> {
         .route("/seed/load_balancers", post(seed_load_balancer))
         .route("/seed/certificates", post(seed_certificate))
         .route("/servers/{id}", delete(delete_server).patch(patch_server))
+        .route("/load_balancers/{id}/target_health", put(set_target_health))
         .route("/faults", get(list_faults).post(add_fault).delete(clear_faults))
         .route("/locks", post(lock))
         .route("/locks/{kind}/{id}", delete(unlock))
@@ -76,6 +79,7 @@ pub(crate) fn routes() -> Router<FakeHandle> {
         .route("/actions/finish", post(finish_actions))
         .route("/config", get(config))
         .route("/config/action_delay", put(set_delay))
+        .route("/config/action_retention", put(set_retention))
         .route("/config/rate_limit", put(set_rate_limit))
         .route("/rate_limit/refill", post(refill))
         .route("/config/token_policy", put(set_token_policy))
@@ -136,6 +140,15 @@ async fn patch_server(
     Ok(no_content())
 }
 
+async fn set_target_health(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TargetHealthOverride>,
+) -> Result<Response, FakeError> {
+    h.set_target_health(parse_id(&id)?, &body)?;
+    Ok(no_content())
+}
+
 async fn list_faults(State(h): State<FakeHandle>) -> Response {
     json(StatusCode::OK, h.faults())
 }
@@ -185,6 +198,11 @@ async fn config(State(h): State<FakeHandle>) -> Response {
 
 async fn set_delay(State(h): State<FakeHandle>, ApiJson(b): ApiJson<DelayBody>) -> Response {
     h.set_action_delay(Duration::from_millis(b.ms));
+    no_content()
+}
+
+async fn set_retention(State(h): State<FakeHandle>, ApiJson(b): ApiJson<DelayBody>) -> Response {
+    h.set_action_retention(Duration::from_millis(b.ms));
     no_content()
 }
 

@@ -5,7 +5,7 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, json, list_body, no_content, parse_body, parse_id, single_body};
+use super::extract::{ApiJson, json, list_body, parse_body, parse_id, single_body};
 use crate::control::ResourceKind;
 use crate::error::ApiError;
 use crate::handle::FakeHandle;
@@ -60,11 +60,15 @@ pub(crate) async fn update(
     Ok(single_body(StatusCode::OK, "load_balancer", &lb))
 }
 
-/// `DELETE /load_balancers/{id}`.
+/// `DELETE /load_balancers/{id}`: `200` with the `delete_load_balancer` action, as the API
+/// answers today.
 pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    h.with_state(|s| s.delete_load_balancer(id))?;
-    Ok(no_content())
+    let action = h.with_state(|s| -> Result<_, ApiError> {
+        let a = s.delete_load_balancer(id)?;
+        Ok(s.action(a))
+    })?;
+    Ok(json(StatusCode::OK, json!({"action": action})))
 }
 
 /// `POST /load_balancers/{id}/actions/{command}`.

@@ -11,6 +11,7 @@ mod fault_answer;
 mod load_balancers;
 mod networks;
 pub(crate) mod pipeline;
+mod primary_ips;
 mod respond;
 mod servers;
 
@@ -81,6 +82,10 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/certificates/{id}", get(certificates::get).delete(certificates::delete))
         .route("/certificates/{id}/actions", resource_actions_route!(ResourceKind::Certificate))
         .route("/certificates/{id}/actions/{action_id}", get(certificates::get_action))
+        .route("/datacenters", get(catalog::datacenters_gone))
+        .route("/datacenters/{id}", get(catalog::datacenters_gone))
+        .route("/primary_ips", get(primary_ips::list).post(primary_ips::create))
+        .route("/primary_ips/{id}", get(primary_ips::get).delete(primary_ips::delete))
         .route("/locations", get(catalog::list_locations))
         .route("/locations/{id}", get(catalog::get_location))
         .route("/server_types", get(catalog::list_server_types))

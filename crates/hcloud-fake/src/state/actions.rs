@@ -43,8 +43,8 @@ impl State {
                 id,
                 command: command.to_owned(),
                 status: ActionStatus::Running,
-                progress: 0,
                 started: now_unix(),
+                started_at: now,
                 finished: None,
                 resources,
                 error: None,
@@ -60,12 +60,26 @@ impl State {
         id
     }
 
-    /// Finishes every action that is due at `now`, in id order.
+    /// Finishes every action that is due at `now`, in id order, then forgets finished
+    /// actions older than the retention.
     pub fn settle(&mut self, now: Instant) {
         let due: Vec<u64> =
             self.running.iter().copied().filter(|id| self.actions.get(id).is_some_and(|a| a.due <= now)).collect();
         for id in due {
             self.finish_action(id);
+        }
+        self.prune_actions(now);
+    }
+
+    /// Removes finished actions whose end lies more than the retention before `now` (the
+    /// API does not keep actions forever; this also bounds the fake's memory).
+    fn prune_actions(&mut self, now: Instant) {
+        while let Some((finished, id)) = self.finished_order.front().copied() {
+            if now.saturating_duration_since(finished) < self.action_retention {
+                break;
+            }
+            self.finished_order.pop_front();
+            self.actions.remove(&id);
         }
     }
 
@@ -82,8 +96,8 @@ impl State {
         let Some(action) = self.actions.get_mut(&id) else {
             return;
         };
-        action.progress = 100;
         action.finished = Some(now_unix());
+        self.finished_order.push_back((Instant::now(), id));
         let effect = action.effect.take();
         match action.fail.take() {
             Some(err) => {
@@ -198,7 +212,11 @@ impl State {
                     self.attach_lb_nic(lb, network, ip);
                 }
             }
-            Effect::LbDetach { lb, network } => self.detach_lb_nic(lb, network),
+            Effect::LbDetach { lb, network } => {
+                self.detach_lb_nic(lb, network);
+                self.drop_private_targets_without_network(lb);
+            }
+            Effect::LbDelete { lb } => self.remove_load_balancer(lb),
             Effect::LbChangeType { lb, lb_type } => {
                 if let Some(l) = self.load_balancers.get_mut(&lb) {
                     l.lb_type = lb_type;

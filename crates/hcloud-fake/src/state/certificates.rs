@@ -1,7 +1,6 @@
-//! Certificates: uploaded (any PEM-looking text) and managed (issued by an action).
-
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+//! Certificates: uploaded (read from their PEM, as the API does: domain names, validity and
+//! SHA-256 fingerprint) and managed (issued by an action as a structurally real certificate
+//! for the requested domain names, see [`crate::x509`]).
 
 use super::effect::Effect;
 use super::records::{CertStatus, CertificateRecord};
@@ -14,6 +13,7 @@ use crate::pagination::PageRequest;
 use crate::time::{now_unix, rfc3339};
 use crate::wire::request::CreateCertificateRequest;
 use crate::wire::{Certificate, CertificateStatus, Labels, Meta, Resource};
+use crate::x509;
 
 /// Validity of issued certificates.
 const VALIDITY_SECS: i64 = 90 * 86_400;
@@ -26,22 +26,9 @@ pub(crate) struct CertificateFilter {
     pub types: Vec<String>,
 }
 
-fn fingerprint(text: &str) -> String {
-    let mut bytes = Vec::with_capacity(32);
-    for i in 0_u64..4 {
-        let mut h = DefaultHasher::new();
-        i.hash(&mut h);
-        text.hash(&mut h);
-        bytes.extend_from_slice(&h.finish().to_be_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
-}
-
-fn fake_pem(domains: &[String]) -> String {
-    format!(
-        "-----BEGIN CERTIFICATE-----\nZmFrZSBjZXJ0aWZpY2F0ZSBmb3Ig{}\n-----END CERTIFICATE-----\n",
-        domains.join(",").replace(['.', ','], "")
-    )
+/// Reads an uploaded certificate or answers `invalid_input` naming `certificate`.
+fn read_certificate(pem: &str) -> Result<x509::CertificateInfo, ApiError> {
+    x509::read_pem(pem).map_err(|e| ApiError::invalid_input("certificate", format!("not a PEM certificate: {e}")))
 }
 
 fn pem_like(text: &str) -> bool {
@@ -70,9 +57,7 @@ impl State {
         match req.kind.as_deref().unwrap_or("uploaded") {
             "uploaded" => {
                 let cert = req.certificate.as_deref().unwrap_or_default();
-                if !pem_like(cert) {
-                    return Err(ApiError::invalid_input("certificate", "certificate must be PEM encoded"));
-                }
+                let info = read_certificate(cert)?;
                 let key = req.private_key.as_deref().unwrap_or_default();
                 if !pem_like(key) {
                     return Err(ApiError::invalid_input("private_key", "private_key must be PEM encoded"));
@@ -85,10 +70,10 @@ impl State {
                         name: req.name.clone(),
                         managed: false,
                         certificate: Some(cert.to_owned()),
-                        domain_names: req.domain_names.clone().unwrap_or_default(),
-                        fingerprint: Some(fingerprint(cert)),
-                        not_valid_before: Some(now),
-                        not_valid_after: Some(now + VALIDITY_SECS),
+                        domain_names: info.domain_names,
+                        fingerprint: Some(info.fingerprint),
+                        not_valid_before: Some(info.not_valid_before),
+                        not_valid_after: Some(info.not_valid_after),
                         status: None,
                         labels,
                         created: now,
@@ -147,7 +132,12 @@ impl State {
             }
         };
         let now = now_unix();
-        let pem = seed.certificate.clone().unwrap_or_else(|| fake_pem(&seed.domain_names));
+        let id = self.ids.certificate;
+        let pem = match &seed.certificate {
+            Some(pem) => pem.clone(),
+            None => x509::issue_pem(&seed.domain_names, id, now, now + VALIDITY_SECS),
+        };
+        let info = read_certificate(&pem)?;
         let id = bump(&mut self.ids.certificate);
         self.certificates.insert(
             id,
@@ -155,11 +145,12 @@ impl State {
                 id,
                 name: seed.name.clone(),
                 managed,
-                fingerprint: Some(fingerprint(&pem)),
+                fingerprint: Some(info.fingerprint),
                 certificate: Some(pem),
-                domain_names: seed.domain_names.clone(),
-                not_valid_before: Some(now),
-                not_valid_after: Some(now + VALIDITY_SECS),
+                // A seed without a PEM keeps exactly the names it gave.
+                domain_names: if seed.certificate.is_some() { info.domain_names } else { seed.domain_names.clone() },
+                not_valid_before: Some(info.not_valid_before),
+                not_valid_after: Some(info.not_valid_after),
                 status: managed.then(|| CertStatus {
                     issuance: "completed".to_owned(),
                     renewal: "unavailable".to_owned(),
@@ -178,8 +169,10 @@ impl State {
             return;
         };
         let now = now_unix();
-        let pem = fake_pem(&c.domain_names);
-        c.fingerprint = Some(fingerprint(&pem));
+        let pem = x509::issue_pem(&c.domain_names, id, now, now + VALIDITY_SECS);
+        if let Ok(info) = x509::read_pem(&pem) {
+            c.fingerprint = Some(info.fingerprint);
+        }
         c.certificate = Some(pem);
         c.not_valid_before = Some(now);
         c.not_valid_after = Some(now + VALIDITY_SECS);

@@ -35,8 +35,10 @@ pub(crate) enum Effect {
     RemoveTarget { lb: u64, target: TargetRecord },
     /// Attach a load balancer to a network with a reserved IP.
     LbAttach { lb: u64, network: u64, ip: Ipv4Addr },
-    /// Detach a load balancer from a network.
+    /// Detach a load balancer from a network (targets that used it go too).
     LbDetach { lb: u64, network: u64 },
+    /// Delete a load balancer.
+    LbDelete { lb: u64 },
     /// Change the type.
     LbChangeType { lb: u64, lb_type: &'static LoadBalancerType },
     /// Change the algorithm.
@@ -57,7 +59,7 @@ pub(crate) fn render_action(a: &ActionRecord) -> Action {
         id: a.id,
         command: a.command.clone(),
         status: a.status,
-        progress: a.progress,
+        progress: a.progress(Instant::now()),
         started: rfc3339(a.started),
         finished: a.finished.map(rfc3339),
         resources: a.resources.iter().map(|r| Resource { id: r.id, kind: r.kind.as_str().to_owned() }).collect(),
@@ -71,12 +73,29 @@ pub(crate) struct ActionRecord {
     pub id: u64,
     pub command: String,
     pub status: ActionStatus,
-    pub progress: u8,
     pub started: i64,
+    pub started_at: Instant,
     pub finished: Option<i64>,
     pub resources: Vec<ResourceRef>,
     pub error: Option<ActionError>,
     pub due: Instant,
     pub effect: Option<Effect>,
     pub fail: Option<ActionError>,
+}
+
+impl ActionRecord {
+    /// Progress in percent: 100 when finished; while running, the share of its delay that
+    /// has passed (at most 99), so it grows over time like the API's.
+    pub fn progress(&self, now: Instant) -> u8 {
+        if self.status != ActionStatus::Running {
+            return 100;
+        }
+        let total = self.due.saturating_duration_since(self.started_at).as_secs_f64();
+        let done = now.saturating_duration_since(self.started_at).as_secs_f64();
+        if total <= 0.0 {
+            return 99;
+        }
+        // The ratio is clamped to 0..=99 before the cast.
+        (done / total * 100.0).clamp(0.0, 99.0) as u8
+    }
 }

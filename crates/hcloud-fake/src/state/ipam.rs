@@ -1,10 +1,10 @@
 //! Public address pools: IPv4 from 198.18.0.0/15, IPv6 /64 networks from 2001:db8::/32.
 //!
-//! Addresses are handed out in order and never reused after release, so a stale address
-//! in a client is not silently re-pointed to a new resource. Fixed addresses (seeding) are
-//! reserved and skipped by the allocator.
+//! Released addresses are handed out again, oldest release first, before fresh ones, as the
+//! API reuses them: a client holding a stale address may meet it on a new resource. Fresh
+//! addresses come in order. Fixed addresses (seeding) are reserved and skipped.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use ipnet::Ipv6Net;
@@ -21,11 +21,18 @@ pub(crate) struct PublicIps {
     next_v6: u32,
     used_v4: HashSet<Ipv4Addr>,
     used_v6: HashSet<Ipv6Net>,
+    released_v4: VecDeque<Ipv4Addr>,
+    released_v6: VecDeque<Ipv6Net>,
 }
 
 impl PublicIps {
-    /// The next free IPv4 (skipping `.0` and `.255`).
+    /// The oldest released IPv4, else the next fresh one (skipping `.0` and `.255`).
     pub fn allocate_v4(&mut self) -> Result<Ipv4Addr, ApiError> {
+        while let Some(ip) = self.released_v4.pop_front() {
+            if self.used_v4.insert(ip) {
+                return Ok(ip);
+            }
+        }
         while self.next_v4 < V4_SIZE {
             let ip = Ipv4Addr::from(V4_BASE + self.next_v4);
             self.next_v4 += 1;
@@ -39,8 +46,13 @@ impl PublicIps {
         Err(ApiError::new("resource_unavailable", "no public IPv4 addresses left"))
     }
 
-    /// The next free /64.
+    /// The oldest released /64, else the next fresh one.
     pub fn allocate_v6(&mut self) -> Result<Ipv6Net, ApiError> {
+        while let Some(net) = self.released_v6.pop_front() {
+            if self.used_v6.insert(net) {
+                return Ok(net);
+            }
+        }
         loop {
             self.next_v6 = self
                 .next_v6
@@ -89,14 +101,18 @@ impl PublicIps {
         self.used_v4.contains(&ip)
     }
 
-    /// Releases an IPv4 (it is not handed out again by the allocator).
+    /// Releases an IPv4; it is handed out again later.
     pub fn release_v4(&mut self, ip: Ipv4Addr) {
-        self.used_v4.remove(&ip);
+        if self.used_v4.remove(&ip) {
+            self.released_v4.push_back(ip);
+        }
     }
 
-    /// Releases an IPv6 network.
+    /// Releases an IPv6 network; it is handed out again later.
     pub fn release_v6(&mut self, net: Ipv6Net) {
-        self.used_v6.remove(&net);
+        if self.used_v6.remove(&net) {
+            self.released_v6.push_back(net);
+        }
     }
 }
 
@@ -117,5 +133,27 @@ mod tests {
         }
         let n = p.allocate_v6().ok().map(|n| n.to_string());
         assert_eq!(n.as_deref(), Some("2001:db8:0:1::/64"));
+    }
+
+    #[test]
+    fn released_addresses_come_back_first() {
+        let mut p = PublicIps::default();
+        let a = p.allocate_v4().ok();
+        let b = p.allocate_v4().ok();
+        let net = p.allocate_v6().ok();
+        p.release_v4(Ipv4Addr::new(198, 18, 0, 2));
+        p.release_v4(Ipv4Addr::new(198, 18, 0, 1));
+        assert_eq!((a, b), (Some(Ipv4Addr::new(198, 18, 0, 1)), Some(Ipv4Addr::new(198, 18, 0, 2))));
+        assert_eq!(p.allocate_v4().ok(), b, "oldest release first");
+        assert_eq!(p.allocate_v4().ok(), a);
+        assert_eq!(p.allocate_v4().ok(), Some(Ipv4Addr::new(198, 18, 0, 3)), "then fresh ones");
+        if let Some(n) = net {
+            p.release_v6(n);
+        }
+        assert_eq!(p.allocate_v6().ok(), net);
+        // A released address taken by a fixed reservation is not handed out twice.
+        p.release_v4(Ipv4Addr::new(198, 18, 0, 3));
+        assert!(p.reserve_v4(Ipv4Addr::new(198, 18, 0, 3)).is_ok());
+        assert_eq!(p.allocate_v4().ok(), Some(Ipv4Addr::new(198, 18, 0, 4)));
     }
 }

@@ -26,14 +26,15 @@ mod effect;
 mod ipam;
 mod load_balancers;
 mod networks;
+mod primary_ips;
 mod records;
 mod servers;
 mod store;
 mod validate;
 
 pub(crate) use certificates::CertificateFilter;
-pub(crate) use effect::render_action;
 pub(crate) use load_balancers::LoadBalancerFilter;
 pub(crate) use networks::NetworkFilter;
+pub(crate) use primary_ips::PrimaryIpFilter;
 pub(crate) use servers::ServerFilter;
 pub(crate) use store::State;

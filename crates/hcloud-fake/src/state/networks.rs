@@ -7,12 +7,17 @@
 //! honoured if it is such a free host, otherwise `ip_not_available`; with no suitable subnet
 //! the answer is `no_subnet_available`.
 //!
-//! Routes (`add_route`): the destination must be a CIDR without host bits inside the
-//! network's range (or `0.0.0.0/0`), not overlapping a subnet or another route; the gateway
-//! must be the private IP of a server attached to the network (not the network gateway nor
-//! `172.31.1.1`). Violations are `invalid_input` naming the field; an existing destination is
-//! `uniqueness_error` (field `destination`); more than 100 routes is
-//! `resource_limit_exceeded`. Deleting a route that does not exist is `not_found`.
+//! Routes, as the `route` schema describes them: the destination is a CIDR without host bits
+//! in a private RFC 1918 range, or `0.0.0.0/0` (it need not lie inside the network's range:
+//! pod CIDRs usually do not), and must not overlap a subnet, another route's destination or
+//! `172.31.1.1`; the gateway must not be the first IP of the network's range, an IP behind a
+//! vSwitch (in a `vswitch` subnet) or `172.31.1.1`. Nothing else is asked of the gateway: a
+//! route whose gateway no server holds (a blackhole, e.g. after its server was deleted) is
+//! valid, as in a real network. Violations are `invalid_input` naming `destination` or
+//! `gateway`; more than 100 routes is `resource_limit_exceeded`; deleting a route that does
+//! not exist is `not_found`. While a change is being performed on the network (any running
+//! action that involves it), `add_route` and `delete_route` answer `409 conflict`, the
+//! spec's word; a network locked by a test answers `423 locked`.
 
 use std::net::Ipv4Addr;
 
@@ -168,10 +173,7 @@ impl State {
             return Err(ApiError::limit(format!("a network can have at most {MAX_ROUTES} routes")));
         }
         for r in routes {
-            let route = validate_route(&record, r, false)?;
-            if record.routes.iter().any(|o| o.destination == route.destination) {
-                return Err(ApiError::uniqueness("destination"));
-            }
+            let route = validate_route(&record, r)?;
             record.routes.push(route);
         }
         let id = bump(&mut self.ids.network);
@@ -198,11 +200,31 @@ impl State {
         Ok(())
     }
 
+    /// `conflict` while any running action involves the network; `locked` if a test locked it.
+    fn ensure_network_idle(&self, id: u64) -> Result<(), ApiError> {
+        if self.is_manually_locked(ResourceRef::network(id)) {
+            return Err(ApiError::locked("network", id));
+        }
+        let busy = self
+            .running
+            .iter()
+            .filter_map(|a| self.actions.get(a))
+            .find(|a| a.resources.iter().any(|r| r.kind == ResourceKind::Network && r.id == id));
+        match busy {
+            Some(a) => Err(ApiError::new(
+                "conflict",
+                format!("a change is being performed on network {id} (action {} {})", a.id, a.command),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// `add_route`: validated now, added when the action finishes.
     pub fn add_route(&mut self, id: u64, req: &Route) -> Result<u64, ApiError> {
+        self.network_record(id)?;
+        self.ensure_network_idle(id)?;
         let n = self.network_record(id)?;
-        self.ensure_unlocked(ResourceKind::Network, id)?;
-        let route = validate_route(n, req, true)?;
+        let route = validate_route(n, req)?;
         if n.routes.len() >= MAX_ROUTES {
             return Err(ApiError::limit(format!("network {id} already has {MAX_ROUTES} routes")));
         }
@@ -215,8 +237,9 @@ impl State {
 
     /// `delete_route`: the exact route must exist.
     pub fn delete_route(&mut self, id: u64, req: &Route) -> Result<u64, ApiError> {
+        self.network_record(id)?;
+        self.ensure_network_idle(id)?;
         let n = self.network_record(id)?;
-        self.ensure_unlocked(ResourceKind::Network, id)?;
         let destination = parse_ipv4_net("destination", &req.destination)?;
         let gateway = parse_ipv4("gateway", &req.gateway)?;
         let route = RouteRecord { destination, gateway };
@@ -377,47 +400,46 @@ impl State {
 }
 
 /// Validates a route against a network (see the module docs).
-fn validate_route(n: &NetworkRecord, req: &Route, require_server_gateway: bool) -> Result<RouteRecord, ApiError> {
+fn validate_route(n: &NetworkRecord, req: &Route) -> Result<RouteRecord, ApiError> {
     let destination = parse_ipv4_net("destination", &req.destination)?;
     let default_route = destination.prefix_len() == 0;
-    if !default_route && !n.ip_range.contains(&destination) {
+    if !default_route && !rfc1918(&destination) {
         return Err(ApiError::invalid_input(
             "destination",
-            format!("destination {destination} is outside the network range {}", n.ip_range),
+            format!("destination {destination} must be a private RFC 1918 range or 0.0.0.0/0"),
         ));
     }
-    if !default_route && let Some(s) = n.subnets.iter().find(|s| overlaps(&s.ip_range, &destination)) {
+    if !default_route {
+        if destination.contains(&PUBLIC_GATEWAY) {
+            return Err(ApiError::invalid_input(
+                "destination",
+                format!("destination {destination} overlaps {PUBLIC_GATEWAY}, the public network's gateway"),
+            ));
+        }
+        if let Some(s) = n.subnets.iter().find(|s| overlaps(&s.ip_range, &destination)) {
+            return Err(ApiError::invalid_input(
+                "destination",
+                format!("destination {destination} overlaps subnet {}", s.ip_range),
+            ));
+        }
+    }
+    if let Some(r) = n.routes.iter().find(|r| {
+        r.destination == destination
+            || (!default_route && r.destination.prefix_len() > 0 && overlaps(&r.destination, &destination))
+    }) {
         return Err(ApiError::invalid_input(
             "destination",
-            format!("destination {destination} overlaps subnet {}", s.ip_range),
-        ));
-    }
-    if n.routes.iter().any(|r| r.destination == destination) {
-        return Err(ApiError::uniqueness("destination"));
-    }
-    if !default_route
-        && let Some(r) =
-            n.routes.iter().find(|r| overlaps(&r.destination, &destination) && r.destination.prefix_len() > 0)
-    {
-        return Err(ApiError::invalid_input(
-            "destination",
-            format!("destination {destination} overlaps route {}", r.destination),
+            format!("destination {destination} overlaps the destination of route {} via {}", r.destination, r.gateway),
         ));
     }
     let gateway = parse_ipv4("gateway", &req.gateway)?;
     if gateway == gateway_of(&n.ip_range) || gateway == PUBLIC_GATEWAY {
         return Err(ApiError::invalid_input("gateway", format!("{gateway} cannot be used as a gateway")));
     }
-    if !n.ip_range.contains(&gateway) {
+    if let Some(s) = n.subnets.iter().find(|s| s.kind == "vswitch" && s.ip_range.contains(&gateway)) {
         return Err(ApiError::invalid_input(
             "gateway",
-            format!("gateway {gateway} is outside the network range {}", n.ip_range),
-        ));
-    }
-    if require_server_gateway && !matches!(n.members.get(&gateway), Some(Member::Server(_) | Member::Alias(_))) {
-        return Err(ApiError::invalid_input(
-            "gateway",
-            format!("gateway {gateway} is not the IP of a server attached to the network"),
+            format!("gateway {gateway} is behind a vSwitch (subnet {})", s.ip_range),
         ));
     }
     Ok(RouteRecord { destination, gateway })

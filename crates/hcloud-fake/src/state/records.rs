@@ -167,3 +167,34 @@ impl TargetRecord {
         }
     }
 }
+
+/// A target whose health a test can set: a server (also when selected by a label selector)
+/// or an IP.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum HealthKey {
+    /// A server.
+    Server(u64),
+    /// An IP target.
+    Ip(String),
+}
+
+/// The address of an unassigned Primary IP.
+#[derive(Debug, Clone)]
+pub(crate) enum PrimaryIpAddr {
+    /// An IPv4 address.
+    V4(Ipv4Addr),
+    /// An IPv6 /64.
+    V6(Ipv6Net),
+}
+
+/// An unassigned Primary IP (those of servers are derived from the servers).
+#[derive(Debug, Clone)]
+pub(crate) struct PrimaryIpRecord {
+    pub id: u64,
+    pub name: String,
+    pub addr: PrimaryIpAddr,
+    pub location: Location,
+    pub labels: Labels,
+    pub created: i64,
+    pub auto_delete: bool,
+}

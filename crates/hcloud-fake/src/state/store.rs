@@ -1,11 +1,11 @@
 //! [`State`]: every resource, action, lock and id counter of one fake, and the lock rules.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use super::effect::{ActionRecord, render_action};
 use super::ipam::PublicIps;
-use super::records::{CertificateRecord, LoadBalancerRecord, NetworkRecord, ServerRecord};
+use super::records::{CertificateRecord, HealthKey, LoadBalancerRecord, NetworkRecord, PrimaryIpRecord, ServerRecord};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
 use crate::error::ApiError;
 
@@ -31,7 +31,7 @@ pub(super) struct Ids {
     pub(super) network: u64,
     pub(super) load_balancer: u64,
     pub(super) certificate: u64,
-    primary_ip: u64,
+    pub(super) primary_ip: u64,
     pub(super) action: u64,
     mac: u64,
 }
@@ -61,33 +61,45 @@ pub(super) fn bump(counter: &mut u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct State {
     pub action_delay: Duration,
+    /// How long finished actions are kept.
+    pub action_retention: Duration,
+    /// Finished actions in the order they finished (for pruning).
+    pub(super) finished_order: VecDeque<(Instant, u64)>,
     pub(super) ids: Ids,
     pub servers: BTreeMap<u64, ServerRecord>,
     pub networks: BTreeMap<u64, NetworkRecord>,
     pub load_balancers: BTreeMap<u64, LoadBalancerRecord>,
     pub certificates: BTreeMap<u64, CertificateRecord>,
+    /// Unassigned Primary IPs (those of servers live in the server records).
+    pub(super) primary_ips: BTreeMap<u64, PrimaryIpRecord>,
     pub actions: BTreeMap<u64, ActionRecord>,
     pub(super) running: BTreeSet<u64>,
     manual_locks: BTreeSet<ResourceRef>,
     pub(super) action_failures: Vec<ActionFailure>,
     pub(super) public_ips: PublicIps,
+    /// Health set by tests: (load balancer, target, listen port or all) -> status.
+    pub(crate) target_health: BTreeMap<(u64, HealthKey, Option<u16>), String>,
 }
 
 impl State {
     /// An empty state.
-    pub fn new(action_delay: Duration) -> Self {
+    pub fn new(action_delay: Duration, action_retention: Duration) -> Self {
         Self {
             action_delay,
+            action_retention,
+            finished_order: VecDeque::new(),
             ids: Ids::default(),
             servers: BTreeMap::new(),
             networks: BTreeMap::new(),
             load_balancers: BTreeMap::new(),
             certificates: BTreeMap::new(),
+            primary_ips: BTreeMap::new(),
             actions: BTreeMap::new(),
             running: BTreeSet::new(),
             manual_locks: BTreeSet::new(),
             action_failures: Vec::new(),
             public_ips: PublicIps::default(),
+            target_health: BTreeMap::new(),
         }
     }
 
@@ -99,6 +111,11 @@ impl State {
     /// Removes a test lock.
     pub fn unlock(&mut self, r: ResourceRef) {
         self.manual_locks.remove(&r);
+    }
+
+    /// Whether a test locked the resource.
+    pub fn is_manually_locked(&self, r: ResourceRef) -> bool {
+        self.manual_locks.contains(&r)
     }
 
     /// Whether mutations of the resource answer `locked`.

@@ -44,6 +44,11 @@ pub struct ServerTypeLocation {
     pub name: String,
     /// Deprecation of the type in this location, or `null`.
     pub deprecation: Option<DeprecationInfo>,
+    /// Whether the type can be ordered in this location now (API change of 2026-04-01;
+    /// not in the OpenAPI file).
+    pub available: bool,
+    /// Whether the type is recommended in this location (API change of 2026-04-01).
+    pub recommended: bool,
 }
 
 /// `server_type` schema.

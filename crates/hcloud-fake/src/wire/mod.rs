@@ -11,6 +11,7 @@ pub mod certificate;
 pub mod common;
 pub mod load_balancer;
 pub mod network;
+pub mod primary_ip;
 pub mod request;
 pub mod server;
 
@@ -19,4 +20,5 @@ pub use certificate::*;
 pub use common::*;
 pub use load_balancer::*;
 pub use network::*;
+pub use primary_ip::*;
 pub use server::*;

@@ -354,8 +354,8 @@ pub struct ChangeLoadBalancerTypeRequest {
 pub struct ChangeDnsPtrRequest {
     /// Public IP of the load balancer.
     pub ip: String,
-    /// New entry, `null` resets to the default.
-    #[serde(default)]
+    /// New entry, `null` resets to the default. Required (it may be `null`).
+    #[serde(deserialize_with = "Option::deserialize")]
     pub dns_ptr: Option<String>,
 }
 
@@ -365,6 +365,31 @@ pub struct ChangeProtectionRequest {
     /// Delete protection.
     #[serde(default)]
     pub delete: Option<bool>,
+}
+
+/// `create_primary_ip_request` schema (`assignee_type` optional since 2026-04-27).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatePrimaryIpRequest {
+    /// Name.
+    pub name: String,
+    /// `ipv4` or `ipv6`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `server`; optional.
+    #[serde(default)]
+    pub assignee_type: Option<String>,
+    /// Server to assign to at creation (not modelled by the fake).
+    #[serde(default)]
+    pub assignee_id: Option<u64>,
+    /// Location by name or id (required when not assigned).
+    #[serde(default)]
+    pub location: Option<IdOrName>,
+    /// Deleted with its server (default false).
+    #[serde(default)]
+    pub auto_delete: Option<bool>,
+    /// Labels.
+    #[serde(default)]
+    pub labels: Option<Labels>,
 }
 
 /// `create_certificate_request` schema.

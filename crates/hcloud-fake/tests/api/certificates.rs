@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::common::Fx;
 
-const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const PEM: &str = include_str!("../fixtures/test-only-cert.pem");
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
 
 #[tokio::test]
@@ -20,7 +20,17 @@ async fn uploaded_and_managed_certificates() {
     assert_eq!(r.body["action"], json!(null));
     assert_eq!(r.body["certificate"]["id"], 40_001);
     assert_eq!(r.body["certificate"]["type"], "uploaded");
-    assert!(r.body["certificate"]["fingerprint"].is_string());
+    // Read from the PEM, like `openssl x509 -fingerprint -sha256 -dates -ext subjectAltName`.
+    assert_eq!(
+        r.body["certificate"]["domain_names"],
+        json!(["fake.example.com", "www.fake.example.com", "*.apps.fake.example.com"])
+    );
+    assert_eq!(
+        r.body["certificate"]["fingerprint"],
+        "59:6c:9f:41:8a:91:19:bf:75:64:bd:0c:ab:ef:fe:05:d1:b5:f2:36:37:35:c3:b7:13:ef:e6:25:cd:a6:15:c2"
+    );
+    assert_eq!(r.body["certificate"]["not_valid_before"], "2026-11-23T17:14:53+00:00");
+    assert_eq!(r.body["certificate"]["not_valid_after"], "2036-11-20T17:14:53+00:00");
 
     let r =
         fx.post("/certificates", json!({"name": "managed", "type": "managed", "domain_names": ["example.com"]})).await;
@@ -33,7 +43,13 @@ async fn uploaded_and_managed_certificates() {
     assert_eq!(a["status"], "success");
     let c = fx.get(&format!("/certificates/{id}")).await;
     assert_eq!(c.body["certificate"]["status"]["issuance"], "completed");
-    assert!(c.body["certificate"]["certificate"].is_string());
+    // The issued certificate is a real one for the requested names: uploading it again
+    // reads the same names and fingerprint.
+    let issued = c.body["certificate"]["certificate"].as_str().unwrap().to_owned();
+    let again = fx.post("/certificates", json!({"name": "reupload", "certificate": issued, "private_key": KEY})).await;
+    assert_eq!(again.status, 201, "{}", again.body);
+    assert_eq!(again.body["certificate"]["domain_names"], json!(["example.com"]));
+    assert_eq!(again.body["certificate"]["fingerprint"], c.body["certificate"]["fingerprint"]);
 
     let r = fx.get("/certificates?type=managed").await;
     assert_eq!(r.body["certificates"].as_array().unwrap().len(), 1);
@@ -42,6 +58,11 @@ async fn uploaded_and_managed_certificates() {
 
     for (body, field) in [
         (json!({"name": "x", "certificate": "nope", "private_key": KEY}), "certificate"),
+        (
+            json!({"name": "x", "certificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+                   "private_key": KEY}),
+            "certificate",
+        ),
         (json!({"name": "x", "certificate": PEM}), "private_key"),
         (json!({"name": "x", "type": "managed"}), "domain_names"),
     ] {
@@ -65,7 +86,8 @@ async fn certificates_in_use_cannot_be_deleted() {
     let r = fx.delete(&format!("/certificates/{cert}")).await;
     assert_eq!(r.status, 422);
     assert_eq!(r.code(), "resource_in_use");
-    assert_eq!(fx.delete(&format!("/load_balancers/{lb}")).await.status, 204);
+    let r = fx.delete(&format!("/load_balancers/{lb}")).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (200, Some("delete_load_balancer")));
     assert_eq!(fx.delete(&format!("/certificates/{cert}")).await.status, 204);
     assert_eq!(fx.get(&format!("/certificates/{cert}")).await.status, 404);
 }

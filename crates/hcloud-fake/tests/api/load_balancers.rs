@@ -171,7 +171,7 @@ async fn targets_limits_and_private_ip_rules() {
         json!({"type": "server", "server": {"id": servers[0]}, "use_private_ip": true,
                "health_status": [{"listen_port": 443, "status": "healthy"}]})
     );
-    assert_eq!(lb["targets"][1]["health_status"][0]["status"], "unknown");
+    assert_eq!(lb["targets"][1]["health_status"][0]["status"], "unhealthy", "a stopped server fails its checks");
     assert_eq!(fx.get(&format!("/servers/{}", servers[0])).await.body["server"]["load_balancers"], json!([id]));
 
     let rm = format!("/load_balancers/{id}/actions/remove_target");
@@ -218,6 +218,11 @@ async fn protection_update_and_other_actions() {
 
     assert_eq!(fx.post(&act("change_algorithm"), json!({"type": "least_connections"})).await.status, 201);
     assert_eq!(fx.post(&act("change_algorithm"), json!({"type": "random"})).await.code(), "invalid_input");
+    // Disabling the public interface needs a network (and no public targets).
+    let r = fx.post(&act("disable_public_interface"), json!({})).await;
+    assert_eq!((r.status, r.code()), (422, "load_balancer_not_attached_to_network"));
+    let net = fx.h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/16").subnet("10.0.0.0/24", "eu-central")).unwrap();
+    assert_eq!(fx.post(&act("attach_to_network"), json!({"network": net})).await.status, 201);
     assert_eq!(fx.post(&act("disable_public_interface"), json!({})).await.status, 201);
     let lb = fx.h.load_balancer(id).unwrap();
     assert_eq!(lb.algorithm.kind, "least_connections");
@@ -226,6 +231,9 @@ async fn protection_update_and_other_actions() {
     let r = fx.post(&act("add_target"), json!({"type": "server", "server": {"id": server}})).await;
     assert_eq!(r.code(), "load_balancer_public_interface_disabled");
     assert_eq!(fx.post(&act("enable_public_interface"), json!({})).await.status, 201);
+    assert_eq!(fx.post(&act("add_target"), json!({"type": "server", "server": {"id": server}})).await.status, 201);
+    let r = fx.post(&act("disable_public_interface"), json!({})).await;
+    assert_eq!((r.status, r.code()), (422, "targets_without_use_private_ip"));
 
     let ip = lb.public_net.ipv4.ip.clone().unwrap();
     let r = fx.post(&act("change_dns_ptr"), json!({"ip": ip, "dns_ptr": "lb.example.com"})).await;
@@ -235,7 +243,10 @@ async fn protection_update_and_other_actions() {
     assert_eq!(r.code(), "invalid_input");
 
     assert_eq!(fx.post(&act("change_protection"), json!({"delete": false})).await.status, 201);
-    assert_eq!(fx.delete(&format!("/load_balancers/{id}")).await.status, 204);
+    // Today's API answers the deletion with an action.
+    let r = fx.delete(&format!("/load_balancers/{id}")).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (200, Some("delete_load_balancer")));
+    assert_eq!(r.body["action"]["resources"], json!([{"id": id, "type": "load_balancer"}]));
     assert_eq!(fx.get(&format!("/load_balancers/{id}")).await.status, 404);
 }
 

@@ -8,3 +8,4 @@ mod load_balancers;
 mod networks;
 mod pipeline;
 mod servers;
+mod today;

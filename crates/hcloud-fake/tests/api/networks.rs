@@ -53,6 +53,10 @@ async fn create_list_delete() {
     assert_eq!(r.code(), "protected");
 }
 
+fn del_path(net: u64) -> String {
+    format!("/networks/{net}/actions/delete_route")
+}
+
 #[tokio::test]
 async fn routes_are_validated() {
     let fx = Fx::instant().await;
@@ -68,13 +72,19 @@ async fn routes_are_validated() {
     let n = fx.get(&format!("/networks/{net}")).await;
     assert_eq!(n.body["network"]["routes"], json!([{"destination": "10.244.0.0/24", "gateway": "10.0.0.2"}]));
 
+    // The spec's rules (`route` schema): destination RFC 1918 or 0.0.0.0/0, no overlap with a
+    // subnet, a route or 172.31.1.1; gateway not the network's first IP, not behind a
+    // vSwitch, not 172.31.1.1.
     let cases = [
-        (json!({"destination": "192.168.0.0/24", "gateway": gw}), "destination"),
+        (json!({"destination": "100.64.0.0/24", "gateway": gw}), "destination"),
+        (json!({"destination": "172.16.0.0/12", "gateway": gw}), "destination"),
         (json!({"destination": "10.244.1.0/33", "gateway": gw}), "destination"),
         (json!({"destination": "10.244.1.1/24", "gateway": gw}), "destination"),
         (json!({"destination": "10.0.0.0/28", "gateway": gw}), "destination"),
-        (json!({"destination": "10.244.1.0/24", "gateway": "10.0.0.99"}), "gateway"),
+        (json!({"destination": "10.244.0.0/16", "gateway": gw}), "destination"),
+        (json!({"destination": "10.244.0.0/24", "gateway": gw}), "destination"),
         (json!({"destination": "10.244.1.0/24", "gateway": "10.0.0.1"}), "gateway"),
+        (json!({"destination": "10.244.1.0/24", "gateway": "172.31.1.1"}), "gateway"),
         (json!({"destination": "10.244.1.0/24", "gateway": "not-an-ip"}), "gateway"),
         (json!({"destination": "10.244.1.0/24"}), "gateway"),
     ];
@@ -84,9 +94,12 @@ async fn routes_are_validated() {
         assert_eq!(r.code(), "invalid_input");
         assert_eq!(r.body["error"]["details"]["fields"][0]["name"], field, "{body}");
     }
-    let dup = fx.post(&path, json!({"destination": "10.244.0.0/24", "gateway": gw})).await;
-    assert_eq!(dup.status, 409);
-    assert_eq!(dup.code(), "uniqueness_error");
+    // A gateway no server holds is fine (a blackhole), and so is a destination outside the
+    // network's range but inside RFC 1918.
+    let r = fx.post(&path, json!({"destination": "192.168.7.0/24", "gateway": "10.0.0.99"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = fx.post(&del_path(net), json!({"destination": "192.168.7.0/24", "gateway": "10.0.0.99"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
 
     let del = format!("/networks/{net}/actions/delete_route");
     let r = fx.post(&del, json!({"destination": "10.244.9.0/24", "gateway": gw})).await;

@@ -216,6 +216,7 @@ def servers_with_networks_and_labels():
             labels=labels,
         )
         expect(resp.action.command, "create_server", f"{name}: create action")
+        CTX.setdefault("first_action", resp.action.id)
         expect_true(isinstance(resp.root_password, str) and len(resp.root_password) >= 12, f"{name}: root password")
         resp.action.wait_until_finished()
         s = C.servers.get_by_id(resp.server.id)
@@ -492,7 +493,7 @@ def load_balancer_created_with_services_targets_and_network():
     expect(sorted((h.listen_port, h.status) for h in server_target.health_status), [(80, "healthy"), (443, "healthy"), (8080, "healthy")], "health per service")
     selector = next(t for t in lb.targets if t.type == "label_selector")
     expect(sorted(t.server.id for t in selector.targets), sorted([servers["worker-1"].id, servers["worker-2"].id]), "selected servers")
-    expect(C.servers.get_by_id(servers["cp-1"].id).load_balancers[0].id, lb.id, "the server lists its load balancer")
+    expect(raw("GET", f"/servers/{servers['cp-1'].id}").json()["server"]["load_balancers"], [lb.id], "the server lists its load balancer")
     CTX["lb"] = lb
 
 
@@ -632,10 +633,12 @@ def deletion():
 
 @check
 def old_actions_are_pruned():
-    first = C.actions.get_all()[0]
+    first = C.actions.get_by_id(CTX["first_action"])
+    expect((first.command, first.status), ("create_server", "success"), "the first action is kept for now")
+    # Listing every action of a project was removed from the API (2025-01-30).
+    expect_api_error("invalid_input", lambda: C.actions.get_all(), "GET /actions without ids")
     ctl("PUT", "/config/action_retention", {"ms": 0})
     expect_api_error("not_found", lambda: C.actions.get_by_id(first.id), "a finished action past retention is gone")
-    expect(C.actions.get_all(), [], "no finished actions are kept")
 
 
 def main() -> int:

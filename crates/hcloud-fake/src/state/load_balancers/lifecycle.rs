@@ -193,24 +193,32 @@ impl State {
         Ok(())
     }
 
-    /// `DELETE /load_balancers/{id}`.
-    pub fn delete_load_balancer(&mut self, id: u64) -> Result<(), ApiError> {
+    /// `DELETE /load_balancers/{id}`: an action (`delete_load_balancer`) that removes the
+    /// load balancer when it finishes; meanwhile it is locked, as the API answers today
+    /// (`200` with the action; it answered `204` before).
+    pub fn delete_load_balancer(&mut self, id: u64) -> Result<u64, ApiError> {
         let lb = self.lb_record(id)?;
         let protected = lb.protection.delete;
         self.ensure_unlocked(ResourceKind::LoadBalancer, id)?;
         if protected {
             return Err(ApiError::protected("load_balancer", id));
         }
-        if let Some(lb) = self.load_balancers.remove(&id) {
-            for (network, _) in &lb.private_net {
-                if let Some(n) = self.networks.get_mut(network) {
-                    n.members.retain(|_, m| *m != Member::LoadBalancer(id));
-                }
+        Ok(self.lb_action(id, "delete_load_balancer", Effect::LbDelete { lb: id }))
+    }
+
+    /// Removes a load balancer with its private IPs, public IPs and health overrides.
+    pub(crate) fn remove_load_balancer(&mut self, id: u64) {
+        let Some(lb) = self.load_balancers.remove(&id) else {
+            return;
+        };
+        for (network, _) in &lb.private_net {
+            if let Some(n) = self.networks.get_mut(network) {
+                n.members.retain(|_, m| *m != Member::LoadBalancer(id));
             }
-            self.public_ips.release_v4(lb.ipv4);
-            self.public_ips.release_v6(lb.ipv6_net);
         }
-        Ok(())
+        self.public_ips.release_v4(lb.ipv4);
+        self.public_ips.release_v6(lb.ipv6_net);
+        self.target_health.retain(|(lb_id, _, _), _| *lb_id != id);
     }
 
     pub(super) fn lb_for_action(&self, id: u64) -> Result<&LoadBalancerRecord, ApiError> {

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use crate::control::ResourceRef;
 use crate::error::ApiError;
 use crate::state::effect::Effect;
-use crate::state::records::Member;
+use crate::state::records::{Member, TargetRecord};
 use crate::state::store::State;
 use crate::state::validate::{parse_ipv4, parse_ipv4_net};
 use crate::wire::request::{AttachLoadBalancerToNetworkRequest, DetachFromNetworkRequest};
@@ -53,6 +53,20 @@ impl State {
             vec![ResourceRef::load_balancer(id), ResourceRef::network(req.network)],
             Some(Effect::LbDetach { lb: id, network: req.network }),
         ))
+    }
+
+    /// After the last network is gone, targets that used a private IP cannot stay.
+    pub(crate) fn drop_private_targets_without_network(&mut self, id: u64) {
+        if let Some(lb) = self.load_balancers.get_mut(&id)
+            && lb.private_net.is_empty()
+        {
+            lb.targets.retain(|t| match t {
+                TargetRecord::Server { use_private_ip, .. } | TargetRecord::LabelSelector { use_private_ip, .. } => {
+                    !use_private_ip
+                }
+                TargetRecord::Ip { .. } => true,
+            });
+        }
     }
 
     /// Adds a private interface to a load balancer.

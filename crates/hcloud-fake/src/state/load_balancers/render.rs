@@ -4,12 +4,12 @@ use super::targets::health_for;
 use crate::catalog::catalog;
 use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
-use crate::state::records::{LoadBalancerRecord, TargetRecord};
+use crate::state::records::{HealthKey, LoadBalancerRecord, TargetRecord};
 use crate::state::store::State;
 use crate::time::rfc3339;
 use crate::wire::{
     Algorithm, LoadBalancer, LoadBalancerPrivateNet, LoadBalancerPublicIp, LoadBalancerPublicNet, Meta, ResourceId,
-    SelectedTarget, Target, TargetHealthStatus, TargetIp, TargetLabelSelector,
+    SelectedTarget, Target, TargetIp, TargetLabelSelector,
 };
 /// Filters of `GET /load_balancers`.
 #[derive(Debug, Default)]
@@ -26,7 +26,7 @@ impl State {
                 server: Some(ResourceId { id: *id }),
                 ip: None,
                 label_selector: None,
-                health_status: Some(health_for(self, *id, &lb.services)),
+                health_status: Some(health_for(self, lb.id, &HealthKey::Server(*id), &lb.services)),
                 use_private_ip: Some(*use_private_ip),
                 targets: None,
             },
@@ -35,12 +35,7 @@ impl State {
                 server: None,
                 ip: Some(TargetIp { ip: ip.clone() }),
                 label_selector: None,
-                health_status: Some(
-                    lb.services
-                        .iter()
-                        .map(|s| TargetHealthStatus { listen_port: s.listen_port, status: "unknown".to_owned() })
-                        .collect(),
-                ),
+                health_status: Some(health_for(self, lb.id, &HealthKey::Ip(ip.clone()), &lb.services)),
                 use_private_ip: None,
                 targets: None,
             },
@@ -58,7 +53,7 @@ impl State {
                         .map(|s| SelectedTarget {
                             kind: "server".to_owned(),
                             server: ResourceId { id: s.id },
-                            health_status: health_for(self, s.id, &lb.services),
+                            health_status: health_for(self, lb.id, &HealthKey::Server(s.id), &lb.services),
                             use_private_ip: *use_private_ip,
                         })
                         .collect(),

@@ -20,6 +20,10 @@ fn nonzero_port(field: &str, port: u16) -> Result<u16, ApiError> {
     if port == 0 { Err(ApiError::invalid_input(field, "port must be 1-65535")) } else { Ok(port) }
 }
 
+/// Idle timeout of http/https services when none is given, in seconds. Since 2026-04-30
+/// every HTTP service carries `timeout_idle`; the value is the fake's choice.
+pub(crate) const DEFAULT_TIMEOUT_IDLE: u64 = 60;
+
 fn default_http(req: Option<&ServiceHttpRequest>) -> ServiceHttp {
     let mut http = ServiceHttp {
         cookie_name: "HCLBSTICKY".to_owned(),
@@ -27,7 +31,7 @@ fn default_http(req: Option<&ServiceHttpRequest>) -> ServiceHttp {
         certificates: Vec::new(),
         redirect_http: false,
         sticky_sessions: false,
-        timeout_idle: None,
+        timeout_idle: Some(DEFAULT_TIMEOUT_IDLE),
     };
     if let Some(r) = req {
         merge_http(&mut http, r);
@@ -89,14 +93,22 @@ fn merge_health_http(h: &mut HealthCheckHttp, r: &HealthCheckHttpRequest) {
 }
 
 fn merge_health_check(hc: &mut HealthCheck, r: &HealthCheckRequest) -> Result<(), ApiError> {
+    // The API takes `https` health checks and stores them as `http` with `tls: true`.
+    let mut force_tls = false;
     if let Some(p) = &r.protocol {
-        if !matches!(p.as_str(), "tcp" | "http") {
-            return Err(ApiError::invalid_input(
-                "health_check.protocol",
-                format!("unknown health check protocol '{p}'"),
-            ));
+        match p.as_str() {
+            "tcp" | "http" => hc.protocol.clone_from(p),
+            "https" => {
+                hc.protocol = "http".to_owned();
+                force_tls = true;
+            }
+            _ => {
+                return Err(ApiError::invalid_input(
+                    "health_check.protocol",
+                    format!("unknown health check protocol '{p}'"),
+                ));
+            }
         }
-        hc.protocol.clone_from(p);
     }
     if let Some(v) = r.port {
         hc.port = nonzero_port("health_check.port", v)?;
@@ -115,9 +127,28 @@ fn merge_health_check(hc: &mut HealthCheck, r: &HealthCheckRequest) -> Result<()
         if let Some(rh) = &r.http {
             merge_health_http(&mut h, rh);
         }
+        if force_tls {
+            h.tls = true;
+        }
         hc.http = Some(h);
     } else {
         hc.http = None;
+    }
+    Ok(())
+}
+
+/// `resource_limit_exceeded` when the services together use more certificates than the
+/// type allows.
+fn check_certificate_limit<'a>(
+    services: impl Iterator<Item = &'a Service>,
+    lb_type: &LoadBalancerType,
+) -> Result<(), ApiError> {
+    let certs: usize = services.filter_map(|s| s.http.as_ref()).map(|h| h.certificates.len()).sum();
+    if certs as u64 > lb_type.max_assigned_certificates {
+        return Err(ApiError::limit(format!(
+            "load balancer type {} allows at most {} certificates, {certs} requested",
+            lb_type.name, lb_type.max_assigned_certificates
+        )));
     }
     Ok(())
 }
@@ -199,19 +230,7 @@ impl State {
                 lb_type.name, lb_type.max_services
             )));
         }
-        let certs: usize = existing
-            .iter()
-            .chain(std::iter::once(service))
-            .filter_map(|s| s.http.as_ref())
-            .map(|h| h.certificates.len())
-            .sum();
-        if certs as u64 > lb_type.max_assigned_certificates {
-            return Err(ApiError::limit(format!(
-                "load balancer type {} allows at most {} certificates",
-                lb_type.name, lb_type.max_assigned_certificates
-            )));
-        }
-        Ok(())
+        check_certificate_limit(existing.iter().chain(std::iter::once(service)), lb_type)
     }
 
     /// `add_service`.
@@ -251,6 +270,8 @@ impl State {
             self.check_certificates(&http, &service.protocol)?;
             service.http = Some(http);
         }
+        let others = lb.services.iter().filter(|s| s.listen_port != service.listen_port);
+        check_certificate_limit(others.chain(std::iter::once(&service)), lb.lb_type)?;
         Ok(self.lb_action(id, "update_service", Effect::UpdateService { lb: id, service }))
     }
 

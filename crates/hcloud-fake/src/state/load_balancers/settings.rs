@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use crate::catalog::catalog;
 use crate::error::ApiError;
 use crate::state::effect::Effect;
+use crate::state::records::TargetRecord;
 use crate::state::store::State;
 use crate::wire::request::{ChangeDnsPtrRequest, IdOrName};
 pub(super) fn validate_algorithm(kind: &str, field: &str) -> Result<String, ApiError> {
@@ -39,8 +40,30 @@ impl State {
     }
 
     /// `enable_public_interface` / `disable_public_interface`.
+    /// Disabling needs a private network and no target that uses a public IP
+    /// (`load_balancer_not_attached_to_network`, `targets_without_use_private_ip`).
     pub fn set_public_interface(&mut self, id: u64, enabled: bool) -> Result<u64, ApiError> {
-        self.lb_for_action(id)?;
+        let lb = self.lb_for_action(id)?;
+        if !enabled {
+            if lb.private_net.is_empty() {
+                return Err(ApiError::new(
+                    "load_balancer_not_attached_to_network",
+                    format!("load balancer {id} is not attached to a network; it needs its public interface"),
+                ));
+            }
+            let public = lb.targets.iter().any(|t| match t {
+                TargetRecord::Server { use_private_ip, .. } | TargetRecord::LabelSelector { use_private_ip, .. } => {
+                    !use_private_ip
+                }
+                TargetRecord::Ip { .. } => false,
+            });
+            if public {
+                return Err(ApiError::new(
+                    "targets_without_use_private_ip",
+                    format!("load balancer {id} has targets that use their public IP"),
+                ));
+            }
+        }
         let command = if enabled { "enable_public_interface" } else { "disable_public_interface" };
         Ok(self.lb_action(id, command, Effect::LbPublicInterface { lb: id, enabled }))
     }

@@ -3,10 +3,11 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use crate::control::TargetHealthOverride;
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
 use crate::state::effect::Effect;
-use crate::state::records::TargetRecord;
+use crate::state::records::{HealthKey, TargetRecord};
 use crate::state::store::State;
 use crate::wire::request::TargetRequest;
 use crate::wire::{LoadBalancerType, ServerStatus, Service, TargetHealthStatus};
@@ -16,18 +17,64 @@ pub(super) struct TargetContext<'a> {
     pub(super) public_enabled: bool,
 }
 
-pub(super) fn health_for(state: &State, server: u64, services: &[Service]) -> Vec<TargetHealthStatus> {
-    let healthy = state.servers.get(&server).is_some_and(|s| s.status == ServerStatus::Running);
+/// Health per service: what a test set for the target (per port, else for all ports), else
+/// `healthy` for a running server, `unhealthy` for a server that is not running (its checks
+/// fail), `unknown` for an IP target (the fake cannot check it).
+pub(super) fn health_for(state: &State, lb: u64, target: &HealthKey, services: &[Service]) -> Vec<TargetHealthStatus> {
+    let default = match target {
+        HealthKey::Server(id) => {
+            if state.servers.get(id).is_some_and(|s| s.status == ServerStatus::Running) {
+                "healthy"
+            } else {
+                "unhealthy"
+            }
+        }
+        HealthKey::Ip(_) => "unknown",
+    };
     services
         .iter()
-        .map(|s| TargetHealthStatus {
-            listen_port: s.listen_port,
-            status: if healthy { "healthy" } else { "unknown" }.to_owned(),
+        .map(|s| {
+            let set = state
+                .target_health
+                .get(&(lb, target.clone(), Some(s.listen_port)))
+                .or_else(|| state.target_health.get(&(lb, target.clone(), None)));
+            TargetHealthStatus { listen_port: s.listen_port, status: set.map_or(default, String::as_str).to_owned() }
         })
         .collect()
 }
 
+/// Valid target health states.
+pub(crate) const HEALTH_STATES: [&str; 3] = ["healthy", "unhealthy", "unknown"];
+
 impl State {
+    /// Sets or clears the health a load balancer reports for a target (see
+    /// [`TargetHealthOverride`]).
+    pub fn set_target_health(&mut self, lb: u64, o: &TargetHealthOverride) -> Result<(), ApiError> {
+        self.lb_record(lb)?;
+        let key = match (o.server, &o.ip) {
+            (Some(id), None) => HealthKey::Server(id),
+            (None, Some(ip)) => HealthKey::Ip(
+                ip.parse::<IpAddr>()
+                    .map_err(|_| ApiError::invalid_input("ip", format!("'{ip}' is not an IP address")))?
+                    .to_string(),
+            ),
+            _ => return Err(ApiError::invalid_input("server", "give exactly one of server and ip")),
+        };
+        match &o.status {
+            Some(status) if !HEALTH_STATES.contains(&status.as_str()) => {
+                Err(ApiError::invalid_input("status", format!("'{status}' is not one of {HEALTH_STATES:?}")))
+            }
+            Some(status) => {
+                self.target_health.insert((lb, key, o.listen_port), status.clone());
+                Ok(())
+            }
+            None => {
+                self.target_health.remove(&(lb, key, o.listen_port));
+                Ok(())
+            }
+        }
+    }
+
     /// How many targets a target counts as.
     pub(super) fn target_weight(&self, t: &TargetRecord) -> u64 {
         match t {

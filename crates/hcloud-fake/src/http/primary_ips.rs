@@ -1,0 +1,54 @@
+//! `/v1/primary_ips` handlers (see `state/primary_ips.rs` for what is modelled).
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::json;
+
+use super::extract::{ApiJson, json, list_body, no_content, parse_id, single_body};
+use crate::error::ApiError;
+use crate::handle::FakeHandle;
+use crate::pagination::PageRequest;
+use crate::query::QueryParams;
+use crate::state::PrimaryIpFilter;
+use crate::wire::request::CreatePrimaryIpRequest;
+
+/// `GET /primary_ips`.
+pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q.as_deref());
+    let page = PageRequest::from_query(&q)?;
+    let filter = PrimaryIpFilter {
+        name: q.get("name").map(str::to_owned),
+        label_selector: q.label_selector()?,
+        ip: q.get("ip").map(str::to_owned),
+    };
+    let (ips, meta) = h.with_state(|s| s.list_primary_ips(&filter, page));
+    Ok(list_body("primary_ips", &ips, &meta))
+}
+
+/// `GET /primary_ips/{id}`.
+pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let ip = h.with_state(|s| s.primary_ip(id)).ok_or_else(|| ApiError::not_found("primary_ip", id))?;
+    Ok(single_body(StatusCode::OK, "primary_ip", &ip))
+}
+
+/// `POST /primary_ips`: unassigned ones only; no action (the key is absent, as it is
+/// optional in the response).
+pub(crate) async fn create(
+    State(h): State<FakeHandle>,
+    ApiJson(req): ApiJson<CreatePrimaryIpRequest>,
+) -> Result<Response, ApiError> {
+    let ip = h.with_state(|s| -> Result<_, ApiError> {
+        let id = s.create_primary_ip(&req)?;
+        Ok(s.primary_ip(id))
+    })?;
+    Ok(json(StatusCode::CREATED, json!({"primary_ip": ip})))
+}
+
+/// `DELETE /primary_ips/{id}`.
+pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    h.with_state(|s| s.delete_primary_ip(id))?;
+    Ok(no_content())
+}

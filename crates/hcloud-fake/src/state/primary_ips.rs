@@ -1,0 +1,181 @@
+//! Primary IPs: the public addresses of servers (derived from the servers: assigned,
+//! deleted with them) and unassigned ones created with `POST /primary_ips`.
+//!
+//! Modelled: list (filters `name`, `label_selector`, `ip`), get, create unassigned (in a
+//! location), delete (an assigned one answers `422 must_be_unassigned`). Not modelled:
+//! creating one assigned to a server, the assign/unassign/rDNS/protection actions, `PUT`.
+
+use std::net::IpAddr;
+
+use super::records::{PrimaryIpAddr, PrimaryIpRecord, ServerRecord};
+use super::store::{State, bump};
+use super::validate::{validate_labels, validate_name};
+use crate::catalog::catalog;
+use crate::error::ApiError;
+use crate::label_selector::LabelSelector;
+use crate::pagination::PageRequest;
+use crate::time::{now_unix, rfc3339};
+use crate::wire::request::CreatePrimaryIpRequest;
+use crate::wire::{DnsPtr, Meta, PrimaryIp, Protection};
+
+/// Filters of `GET /primary_ips`.
+#[derive(Debug, Default)]
+pub(crate) struct PrimaryIpFilter {
+    pub name: Option<String>,
+    pub label_selector: Option<LabelSelector>,
+    pub ip: Option<String>,
+}
+
+fn server_ips(s: &ServerRecord) -> Vec<PrimaryIp> {
+    let mut out = Vec::new();
+    let base = |id: u64, ip: String, kind: &str, dns_ptr: Vec<DnsPtr>| PrimaryIp {
+        id,
+        name: format!("primary_ip-{id}"),
+        ip,
+        kind: kind.to_owned(),
+        assignee_id: Some(s.id),
+        assignee_type: "server".to_owned(),
+        auto_delete: true,
+        blocked: false,
+        created: rfc3339(s.created),
+        dns_ptr,
+        labels: Default::default(),
+        location: s.location.clone(),
+        protection: Protection::default(),
+    };
+    if let Some(v4) = &s.ipv4 {
+        let dns = vec![DnsPtr { ip: v4.ip.to_string(), dns_ptr: v4.dns_ptr.clone() }];
+        out.push(base(v4.id, v4.ip.to_string(), "ipv4", dns));
+    }
+    if let Some(v6) = &s.ipv6 {
+        out.push(base(v6.id, v6.net.to_string(), "ipv6", Vec::new()));
+    }
+    out
+}
+
+fn render_unassigned(p: &PrimaryIpRecord) -> PrimaryIp {
+    let (ip, kind, dns_ptr) = match &p.addr {
+        PrimaryIpAddr::V4(ip) => {
+            let o = ip.octets();
+            let ptr = format!("static.{}.{}.{}.{}.clients.your-server.de", o[3], o[2], o[1], o[0]);
+            (ip.to_string(), "ipv4", vec![DnsPtr { ip: ip.to_string(), dns_ptr: ptr }])
+        }
+        PrimaryIpAddr::V6(net) => (net.to_string(), "ipv6", Vec::new()),
+    };
+    PrimaryIp {
+        id: p.id,
+        name: p.name.clone(),
+        ip,
+        kind: kind.to_owned(),
+        assignee_id: None,
+        assignee_type: "unassigned".to_owned(),
+        auto_delete: p.auto_delete,
+        blocked: false,
+        created: rfc3339(p.created),
+        dns_ptr,
+        labels: p.labels.clone(),
+        location: p.location.clone(),
+        protection: Protection::default(),
+    }
+}
+
+impl State {
+    /// Every Primary IP as served, by id.
+    fn all_primary_ips(&self) -> Vec<PrimaryIp> {
+        let mut all: Vec<PrimaryIp> = self.servers.values().flat_map(server_ips).collect();
+        all.extend(self.primary_ips.values().map(render_unassigned));
+        all.sort_by_key(|p| p.id);
+        all
+    }
+
+    /// A Primary IP as served.
+    pub fn primary_ip(&self, id: u64) -> Option<PrimaryIp> {
+        if let Some(p) = self.primary_ips.get(&id) {
+            return Some(render_unassigned(p));
+        }
+        self.servers.values().flat_map(server_ips).find(|p| p.id == id)
+    }
+
+    /// `GET /primary_ips`.
+    pub fn list_primary_ips(&self, filter: &PrimaryIpFilter, page: PageRequest) -> (Vec<PrimaryIp>, Meta) {
+        let wanted_ip = filter.ip.as_deref().and_then(|s| s.parse::<IpAddr>().ok());
+        let matching: Vec<PrimaryIp> = self
+            .all_primary_ips()
+            .into_iter()
+            .filter(|p| filter.name.as_ref().is_none_or(|n| &p.name == n))
+            .filter(|p| filter.label_selector.as_ref().is_none_or(|sel| sel.matches(&p.labels)))
+            .filter(|p| {
+                filter.ip.is_none()
+                    || wanted_ip.is_some_and(|w| p.ip.split('/').next().and_then(|a| a.parse().ok()) == Some(w))
+            })
+            .collect();
+        let (slice, meta) = page.apply(&matching);
+        (slice.to_vec(), meta)
+    }
+
+    /// `POST /primary_ips`: an unassigned Primary IP in a location.
+    pub fn create_primary_ip(&mut self, req: &CreatePrimaryIpRequest) -> Result<u64, ApiError> {
+        validate_name(&req.name)?;
+        let labels = req.labels.clone().unwrap_or_default();
+        validate_labels(&labels)?;
+        if self.all_primary_ips().iter().any(|p| p.name == req.name) {
+            return Err(ApiError::uniqueness("name"));
+        }
+        if let Some(t) = req.assignee_type.as_deref()
+            && t != "server"
+        {
+            return Err(ApiError::invalid_input("assignee_type", format!("unknown assignee type '{t}'")));
+        }
+        if req.assignee_id.is_some() {
+            return Err(ApiError::invalid_input(
+                "assignee_id",
+                "the fake creates unassigned Primary IPs only (give a location instead)",
+            ));
+        }
+        let location = req
+            .location
+            .as_ref()
+            .ok_or_else(|| ApiError::invalid_input("location", "location is required for an unassigned Primary IP"))?;
+        let location = catalog()
+            .location(location)
+            .ok_or_else(|| ApiError::invalid_input("location", format!("unknown location '{}'", location.describe())))?
+            .clone();
+        let addr = match req.kind.as_str() {
+            "ipv4" => PrimaryIpAddr::V4(self.public_ips.allocate_v4()?),
+            "ipv6" => PrimaryIpAddr::V6(self.public_ips.allocate_v6()?),
+            other => return Err(ApiError::invalid_input("type", format!("unknown type '{other}'"))),
+        };
+        let id = bump(&mut self.ids.primary_ip);
+        self.primary_ips.insert(
+            id,
+            PrimaryIpRecord {
+                id,
+                name: req.name.clone(),
+                addr,
+                location,
+                labels,
+                created: now_unix(),
+                auto_delete: req.auto_delete.unwrap_or(false),
+            },
+        );
+        Ok(id)
+    }
+
+    /// `DELETE /primary_ips/{id}`: only unassigned ones (`must_be_unassigned` otherwise).
+    pub fn delete_primary_ip(&mut self, id: u64) -> Result<(), ApiError> {
+        if let Some(p) = self.primary_ips.remove(&id) {
+            match p.addr {
+                PrimaryIpAddr::V4(ip) => self.public_ips.release_v4(ip),
+                PrimaryIpAddr::V6(net) => self.public_ips.release_v6(net),
+            }
+            return Ok(());
+        }
+        match self.primary_ip(id) {
+            Some(p) => Err(ApiError::new(
+                "must_be_unassigned",
+                format!("primary IP {id} is assigned to server {}", p.assignee_id.unwrap_or_default()),
+            )),
+            None => Err(ApiError::not_found("primary_ip", id)),
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! Scenario, part 1: catalogue, removed endpoints, networks, servers, routes, primary IPs,
+//! certificates.
+
+use std::time::Duration;
+
+use hcloud_fake::FakeHandle;
+use hcloud_fake::control::{SeedNetwork, SeedServer};
+use reqwest::Method;
+use serde_json::json;
+
+use super::client::Client;
+
+/// What part 2 builds on.
+pub struct Made {
+    pub net: u64,
+    pub other_net: u64,
+    pub server: u64,
+    pub server2: u64,
+    pub private_only: u64,
+    pub gw: String,
+    pub cert: u64,
+    pub create_action: u64,
+    pub add_route: u64,
+    pub issue: u64,
+}
+
+pub const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+
+pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
+    // ----- catalogue -----
+    c.get("/locations", "/locations").await;
+    c.get("/locations", "/locations?name=fsn1").await;
+    c.get("/locations/{id}", "/locations/1").await;
+    let types = c.get("/server_types", "/server_types?per_page=50").await;
+    for t in types["server_types"].as_array().unwrap().clone() {
+        let id = t["id"].as_u64().unwrap();
+        c.get("/server_types/{id}", &format!("/server_types/{id}")).await;
+    }
+    c.get("/server_types", "/server_types?name=cpx11").await;
+    let lb_types = c.get("/load_balancer_types", "/load_balancer_types").await;
+    for t in lb_types["load_balancer_types"].as_array().unwrap().clone() {
+        let id = t["id"].as_u64().unwrap();
+        c.get("/load_balancer_types/{id}", &format!("/load_balancer_types/{id}")).await;
+    }
+    c.get("/load_balancer_types", "/load_balancer_types?name=lb-legacy").await;
+    // Removed since 2026-10-01.
+    c.expect_error(Method::GET, "/datacenters", "/datacenters", None, 410, "deprecated_api_endpoint").await;
+    c.expect_error(Method::GET, "/datacenters/{id}", "/datacenters/1", None, 410, "deprecated_api_endpoint").await;
+
+    // ----- networks -----
+    let (s, net) = c
+        .call(
+            Method::POST,
+            "/networks",
+            "/networks",
+            Some(json!({"name": "k8s", "ip_range": "10.0.0.0/8", "labels": {"env": "test"},
+                        "subnets": [{"type": "cloud", "ip_range": "10.0.0.0/24", "network_zone": "eu-central"}]})),
+        )
+        .await;
+    assert_eq!(s, 201, "{net}");
+    let net = net["network"]["id"].as_u64().unwrap();
+    let other_net =
+        h.seed_network(&SeedNetwork::new("other", "192.168.0.0/16").subnet("192.168.1.0/24", "eu-central")).unwrap();
+    c.get("/networks", "/networks").await;
+    c.get("/networks", "/networks?label_selector=env%3Dtest&page=1&per_page=1").await;
+    c.get("/networks", "/networks?name=k8s").await;
+    c.get("/networks/{id}", &format!("/networks/{net}")).await;
+
+    // ----- servers -----
+    let (s, created) = c
+        .call(
+            Method::POST,
+            "/servers",
+            "/servers",
+            Some(json!({"name": "node-1", "server_type": "cpx11", "image": "ubuntu-24.04",
+                        "location": "nbg1", "networks": [net], "labels": {"role": "worker"}})),
+        )
+        .await;
+    assert_eq!(s, 201, "{created}");
+    let server = created["server"]["id"].as_u64().unwrap();
+    let create_action = created["action"]["id"].as_u64().unwrap();
+    c.get("/servers/{id}", &format!("/servers/{server}")).await;
+    c.wait(create_action).await;
+    let (s, arm) = c
+        .call(
+            Method::POST,
+            "/servers",
+            "/servers",
+            Some(json!({"name": "node-2", "server_type": "cax11", "image": "debian-12",
+                        "public_net": {"enable_ipv4": true, "enable_ipv6": false},
+                        "ssh_keys": ["me"]})),
+        )
+        .await;
+    assert_eq!(s, 201, "{arm}");
+    let server2 = arm["server"]["id"].as_u64().unwrap();
+    c.wait(arm["action"]["id"].as_u64().unwrap()).await;
+    h.seed_server(&SeedServer::new("seeded").network(net).label("role", "worker")).unwrap();
+    let mut private_only = SeedServer::new("private-only").network(net);
+    private_only.enable_ipv4 = false;
+    private_only.enable_ipv6 = false;
+    let private_only = h.seed_server(&private_only).unwrap();
+    c.get("/servers", "/servers").await;
+    c.get("/servers", "/servers?label_selector=role%3Dworker&per_page=1&page=2").await;
+    c.get("/servers", "/servers?name=node-1&status=running").await;
+    c.get("/servers/{id}", &format!("/servers/{server2}")).await;
+    c.act("/servers/{id}/actions/poweroff", &format!("/servers/{server}/actions/poweroff"), json!({})).await;
+    c.act("/servers/{id}/actions/poweron", &format!("/servers/{server}/actions/poweron"), json!({})).await;
+    let shutdown =
+        c.act("/servers/{id}/actions/shutdown", &format!("/servers/{server}/actions/shutdown"), json!({})).await;
+    c.act(
+        "/servers/{id}/actions/attach_to_network",
+        &format!("/servers/{server}/actions/attach_to_network"),
+        json!({"network": other_net, "ip": "192.168.1.10", "alias_ips": ["192.168.1.11"]}),
+    )
+    .await;
+    c.get("/servers/{id}", &format!("/servers/{server}")).await;
+    c.act(
+        "/servers/{id}/actions/detach_from_network",
+        &format!("/servers/{server}/actions/detach_from_network"),
+        json!({"network": other_net}),
+    )
+    .await;
+    c.expect_error(
+        Method::POST,
+        "/servers/{id}/actions/detach_from_network",
+        &format!("/servers/{server}/actions/detach_from_network"),
+        Some(json!({"network": other_net})),
+        422,
+        "server_not_attached_to_network",
+    )
+    .await;
+    c.expect_error(
+        Method::POST,
+        "/servers/{id}/actions/attach_to_network",
+        &format!("/servers/{server}/actions/attach_to_network"),
+        Some(json!({"network": net})),
+        422,
+        "server_already_attached",
+    )
+    .await;
+    c.expect_error(
+        Method::POST,
+        "/servers/{id}/actions/attach_to_network",
+        &format!("/servers/{server2}/actions/attach_to_network"),
+        Some(json!({"network": net, "ip": h.server(server).unwrap().private_net[0].ip})),
+        422,
+        "ip_not_available",
+    )
+    .await;
+    c.get("/servers/{id}/actions/{action_id}", &format!("/servers/{server}/actions/{shutdown}")).await;
+    c.get("/servers/{id}/actions", &format!("/servers/{server}/actions")).await;
+    c.get("/servers/actions/{id}", &format!("/servers/actions/{shutdown}")).await;
+
+    // ----- primary IPs -----
+    let ipv4 = h.server(server).unwrap().public_net.ipv4.unwrap();
+    c.get("/primary_ips", "/primary_ips").await;
+    c.get("/primary_ips", &format!("/primary_ips?ip={}", ipv4.ip)).await;
+    c.get("/primary_ips/{id}", &format!("/primary_ips/{}", ipv4.id)).await;
+    let (s, spare) = c
+        .call(
+            Method::POST,
+            "/primary_ips",
+            "/primary_ips",
+            Some(json!({"name": "spare", "type": "ipv4", "location": "fsn1", "labels": {"spare": "yes"}})),
+        )
+        .await;
+    assert_eq!(s, 201, "{spare}");
+    let spare = spare["primary_ip"]["id"].as_u64().unwrap();
+    c.get("/primary_ips", "/primary_ips?label_selector=spare").await;
+    c.expect_error(
+        Method::DELETE,
+        "/primary_ips/{id}",
+        &format!("/primary_ips/{}", ipv4.id),
+        None,
+        422,
+        "must_be_unassigned",
+    )
+    .await;
+    let (s, _) = c.call(Method::DELETE, "/primary_ips/{id}", &format!("/primary_ips/{spare}"), None).await;
+    assert_eq!(s, 204);
+
+    // ----- routes -----
+    let gw = h.server(server).unwrap().private_net[0].ip.clone();
+    let add_route = c
+        .act(
+            "/networks/{id}/actions/add_route",
+            &format!("/networks/{net}/actions/add_route"),
+            json!({"destination": "10.244.0.0/24", "gateway": gw}),
+        )
+        .await;
+    c.act(
+        "/networks/{id}/actions/add_route",
+        &format!("/networks/{net}/actions/add_route"),
+        json!({"destination": "172.20.0.0/24", "gateway": gw}),
+    )
+    .await;
+    c.get("/networks/{id}", &format!("/networks/{net}")).await;
+    c.act(
+        "/networks/{id}/actions/delete_route",
+        &format!("/networks/{net}/actions/delete_route"),
+        json!({"destination": "172.20.0.0/24", "gateway": gw}),
+    )
+    .await;
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/add_route",
+        &format!("/networks/{net}/actions/add_route"),
+        Some(json!({"destination": "100.64.0.0/24", "gateway": gw})),
+        400,
+        "invalid_input",
+    )
+    .await;
+    // A network busy with a change answers `conflict`.
+    h.set_action_delay(Duration::from_secs(60));
+    let (s, _) = c
+        .call(
+            Method::POST,
+            "/networks/{id}/actions/add_route",
+            &format!("/networks/{net}/actions/add_route"),
+            Some(json!({"destination": "10.245.0.0/24", "gateway": gw})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/delete_route",
+        &format!("/networks/{net}/actions/delete_route"),
+        Some(json!({"destination": "10.244.0.0/24", "gateway": gw})),
+        409,
+        "conflict",
+    )
+    .await;
+    h.finish_all_actions();
+    h.set_action_delay(Duration::from_millis(20));
+    c.get("/networks/{id}/actions/{action_id}", &format!("/networks/{net}/actions/{add_route}")).await;
+    c.get("/networks/{id}/actions", &format!("/networks/{net}/actions")).await;
+    c.get("/networks/actions/{id}", &format!("/networks/actions/{add_route}")).await;
+
+    // ----- certificates -----
+    let pem = include_str!("../fixtures/test-only-cert.pem");
+    let (s, up) = c
+        .call(
+            Method::POST,
+            "/certificates",
+            "/certificates",
+            Some(json!({"name": "uploaded", "certificate": pem, "private_key": KEY,
+                        "labels": {"kind": "up"}})),
+        )
+        .await;
+    assert_eq!(s, 201, "{up}");
+    let cert = up["certificate"]["id"].as_u64().unwrap();
+    h.set_action_delay(Duration::from_millis(300));
+    let (s, managed) = c
+        .call(
+            Method::POST,
+            "/certificates",
+            "/certificates",
+            Some(json!({"name": "managed", "type": "managed", "domain_names": ["example.com"]})),
+        )
+        .await;
+    h.set_action_delay(Duration::from_millis(20));
+    assert_eq!(s, 201, "{managed}");
+    let managed_id = managed["certificate"]["id"].as_u64().unwrap();
+    c.get("/certificates/{id}", &format!("/certificates/{managed_id}")).await;
+    let issue = managed["action"]["id"].as_u64().unwrap();
+    c.wait(issue).await;
+    c.get("/certificates", "/certificates").await;
+    c.get("/certificates", "/certificates?type=managed&label_selector=!kind").await;
+    c.get("/certificates", "/certificates?name=uploaded").await;
+    c.get("/certificates/{id}", &format!("/certificates/{cert}")).await;
+    c.get("/certificates/{id}", &format!("/certificates/{managed_id}")).await;
+    c.get("/certificates/{id}/actions/{action_id}", &format!("/certificates/{managed_id}/actions/{issue}")).await;
+    c.get("/certificates/{id}/actions", &format!("/certificates/{managed_id}/actions")).await;
+    c.get("/certificates/actions/{id}", &format!("/certificates/actions/{issue}")).await;
+    c.expect_error(
+        Method::POST,
+        "/certificates",
+        "/certificates",
+        Some(json!({"name": "x", "certificate": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+                    "private_key": KEY})),
+        400,
+        "invalid_input",
+    )
+    .await;
+
+    Made { net, other_net, server, server2, private_only, gw, cert, create_action, add_route, issue }
+}
