@@ -10,7 +10,8 @@
 //!                  observer.started ─► HTTP exchange ─► observer.observe
 //!                  2xx ─► Answer
 //!                  else: retry::Verdict (retry? may it have been applied?)
-//!                        DELETE that may have been applied earlier, now `not_found` ─► Answer (gone)
+//!                        DELETE that may have been applied earlier: now `not_found` ─► Answer
+//!                        (gone); now `locked` ─► retried (its own deletion still runs)
 //!                        retry and the wait (backoff or Retry-After/RateLimit-*) ends before
 //!                        the deadline ─► sleep, next attempt
 //!                        else ─► the error; a create that may have been applied ─► OutcomeUnknown
@@ -349,17 +350,22 @@ impl Client {
                 return Err(Error::DeadlineExceeded { request: request_name, after: inner.deadline, last: None });
             }
             let per_attempt = inner.timeout.min(left);
-            let (error, verdict, hint) = match self
+            let (error, mut verdict, hint) = match self
                 .send_once(&method, target, query, body.as_deref(), attempt, per_attempt, &request_name)
                 .await
             {
                 Attempt::Done(answer) => return Ok(answer),
                 Attempt::Failed { error, verdict, hint } => (error, verdict, hint),
             };
-            if method == Method::DELETE && maybe_applied && error.is_not_found() {
-                // An earlier attempt may have deleted it; the resource is gone either way.
-                warn!(request = %request_name, "retried DELETE answered not_found: an earlier attempt deleted it");
-                return Ok(Answer { body: bytes::Bytes::new(), already_gone: true });
+            if method == Method::DELETE && maybe_applied {
+                if error.is_not_found() {
+                    // An earlier attempt may have deleted it; the resource is gone either way.
+                    warn!(request = %request_name, "retried DELETE answered not_found: an earlier attempt deleted it");
+                    return Ok(Answer { body: bytes::Bytes::new(), already_gone: true });
+                }
+                if let Some(code) = error.code() {
+                    verdict = retry::for_repeated_delete(verdict, code);
+                }
             }
             maybe_applied |= verdict.maybe_applied;
             let finish = |error: Error| {

@@ -12,6 +12,10 @@
 //! | connection refused (nothing sent)        | retried            | retried         | no                    |
 //! | other 4xx (incl. `locked`, `not_found`)  | not retried        | not retried     | no                    |
 //!
+//! A DELETE whose earlier attempt may have been applied is special: `not_found` on a retry
+//! means done (the caller gets success), and `locked` is retried — the lock is most likely the
+//! deletion that attempt started.
+//!
 //! hcloud-go retries `bad_gateway`, `timeout`, non-JSON 502/504 and timeouts for every method;
 //! this client does so only where a repetition cannot do harm: a POST that may have been applied
 //! is never sent again (a create could run twice; see [`crate::Error::OutcomeUnknown`]).
@@ -93,6 +97,12 @@ pub(crate) fn for_status(method: &Method, status: u16, code: &ErrorCode) -> Verd
         return Verdict { retry: retryable_kind && is_idempotent(method), maybe_applied: true };
     }
     Verdict { retry: false, maybe_applied: false }
+}
+
+/// The verdict for a DELETE answer when an earlier attempt of it may have been applied:
+/// `locked` is then most likely that deletion still running, so it is retried.
+pub(crate) fn for_repeated_delete(verdict: Verdict, code: &ErrorCode) -> Verdict {
+    if *code == ErrorCode::Locked { Verdict { retry: true, ..verdict } } else { verdict }
 }
 
 /// The verdict for a transport failure or timeout. `connect` is true if the connection could
@@ -227,6 +237,9 @@ mod tests {
         assert_eq!(for_status(&get, 423, &ErrorCode::Locked), v(false, false));
         assert_eq!(for_status(&delete, 404, &ErrorCode::NotFound), v(false, false));
         assert_eq!(for_status(&post, 409, &ErrorCode::UniquenessError), v(false, false));
+        // A DELETE that may already have started: its own lock is waited out.
+        assert_eq!(for_repeated_delete(v(false, false), &ErrorCode::Locked), v(true, false));
+        assert_eq!(for_repeated_delete(v(false, false), &ErrorCode::Protected), v(false, false));
         // Transport.
         assert_eq!(for_transport(&post, true), v(true, false));
         assert_eq!(for_transport(&post, false), v(false, true));

@@ -118,6 +118,30 @@ async fn one_failed_poll_does_not_end_an_action_wait() {
     assert_eq!(statuses.last(), Some(&200));
 }
 
+#[tokio::test]
+async fn an_action_pruned_before_the_next_poll_ends_the_wait_as_gone() {
+    let env = Env::start(FakeConfig::default().with_action_delay(FOREVER)).await;
+    env.h.set_action_retention(Duration::ZERO);
+    let server = env.h.seed_server(&SeedServer::new("node-1")).unwrap();
+    let action = env.client.servers().poweroff(sid(server)).await.unwrap();
+
+    let client = env.client.clone();
+    let waiting = action.clone();
+    let task = tokio::spawn(async move { client.wait_for_action(&waiting, WAIT).await });
+    let h = env.h.clone();
+    until("the waiter polled", || h.request_count("GET /v1/actions") >= 1).await;
+    // It finishes and, with no retention, is forgotten before the next poll.
+    env.h.finish_all_actions();
+    let err = task.await.unwrap().unwrap_err();
+    match &err {
+        Error::ActionGone { id, command } => assert_eq!((*id, command.as_str()), (action.id, "stop_server")),
+        other => panic!("expected ActionGone, got {other:?}"),
+    }
+    assert!(err.is_transient() && err.to_string().contains("outcome is unknown"), "{err}");
+    // The resource tells what happened.
+    assert_eq!(env.client.servers().get(sid(server)).await.unwrap().status.as_str(), "off");
+}
+
 // ------------------------------------------------------------------------------------------
 // The official clients' retry rules: bad_gateway and timeout
 // ------------------------------------------------------------------------------------------

@@ -149,7 +149,8 @@ async fn the_debug_wire_log_never_shows_a_private_key() {
         .certificates()
         .create(&CreateCertificateRequest::Uploaded {
             name: "ingress-tls".to_owned(),
-            certificate: "-----BEGIN CERTIFICATE-----\nZmFrZQ==\n-----END CERTIFICATE-----\n".to_owned(),
+            // The fake reads domains and dates from the PEM, as the API does: a real certificate.
+            certificate: include_str!("../../hcloud-fake/tests/fixtures/test-only-cert.pem").to_owned(),
             private_key: format!("-----BEGIN PRIVATE KEY-----\n{KEY_BODY}\n-----END PRIVATE KEY-----\n").into(),
             labels: labels(&[("k8s-cluster", "prod")]),
         })

@@ -1,5 +1,6 @@
 //! Load balancer settings the CCM needs beyond the basics, against `hcloud-fake` over HTTP:
-//! partial updates of a service's HTTP options, and label-selector targets.
+//! partial updates of a service's HTTP options, label-selector targets, and deletion as the
+//! API answers it today (`200` with an action).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
@@ -153,4 +154,24 @@ async fn label_selector_targets_are_listed_and_removed() {
     assert_eq!(a.command, "remove_target");
     c.wait_for_action(&a, WAIT).await.unwrap();
     assert!(c.load_balancers().get(lb).await.unwrap().targets.is_empty());
+}
+
+#[tokio::test]
+async fn deleting_a_load_balancer_waits_for_its_delete_action() {
+    let env = Env::start(FakeConfig::default().with_action_delay(FOREVER)).await;
+    let lb = lbid(env.h.seed_load_balancer(&SeedLoadBalancer::new("old")).unwrap());
+
+    let client = env.client.clone();
+    let task = tokio::spawn(async move { client.load_balancers().delete(lb).await });
+    let h = env.h.clone();
+    until("the delete action is polled", || h.request_count("GET /v1/actions") >= 2).await;
+    assert!(!task.is_finished(), "the deletion is still running");
+    assert_eq!(env.statuses("DELETE /v1/load_balancers/{id}"), [200], "today's answer: 200 with an action");
+    let running = env.h.snapshot().actions;
+    assert_eq!(running.iter().map(|a| a.command.as_str()).collect::<Vec<_>>(), ["delete_load_balancer"]);
+
+    env.h.finish_all_actions();
+    task.await.unwrap().unwrap();
+    assert!(env.h.snapshot().load_balancers.is_empty());
+    assert!(env.client.load_balancers().get(lb).await.unwrap_err().is_not_found());
 }

@@ -89,16 +89,24 @@ async fn a_create_whose_answer_is_lost_is_not_repeated_and_is_found_by_its_label
 
 #[tokio::test]
 async fn a_delete_retried_after_a_lost_answer_that_finds_the_resource_gone_succeeds() {
-    let env = Env::start(FakeConfig::default()).await;
+    // The deletion runs as a 1 s action and the load balancer is locked meanwhile; the first
+    // retry comes after 50-100 ms, the next ones after up to 0.2, 0.4, 0.8 and 1 s.
+    let policy =
+        RetryPolicy { max_retries: 5, base_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1) };
+    let env =
+        Env::with(FakeConfig::default().with_action_delay(Duration::from_secs(1)), |b| b.retry_policy(policy)).await;
     let c = &env.client;
     let lb = lbid(env.h.seed_load_balancer(&SeedLoadBalancer::new("gone-soon")).unwrap());
     env.h.inject_fault(FaultRule::html(Some("DELETE"), "/load_balancers/{id}", 502).applied());
 
     c.load_balancers().delete(lb).await.unwrap();
     assert!(env.h.snapshot().load_balancers.is_empty());
-    assert_eq!(env.statuses("DELETE /v1/load_balancers/{id}"), [502, 404]);
-    let seen: Vec<(Option<u16>, u32)> = env.rec.take().iter().map(|s| (s.3, s.4)).collect();
-    assert_eq!(seen, [(Some(502), 0), (Some(404), 1)]);
+    let statuses = env.statuses("DELETE /v1/load_balancers/{id}");
+    let (first, rest) = statuses.split_first().unwrap();
+    let (last, between) = rest.split_last().unwrap();
+    assert_eq!((*first, *last), (502, 404), "{statuses:?}");
+    assert!(!between.is_empty(), "the retry met the running deletion: {statuses:?}");
+    assert!(between.iter().all(|s| *s == 423), "only its own deletion's lock in between: {statuses:?}");
 
     // The same after a reset.
     let cert = env.h.seed_certificate(&SeedCertificate::uploaded("old", &["example.com"])).unwrap();
