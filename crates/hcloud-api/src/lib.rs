@@ -32,8 +32,8 @@
 //!
 //! Failure semantics the callers rely on:
 //! - only a Hetzner `not_found` error envelope means "absent" ([`Error::is_not_found`]);
-//! - a DELETE whose earlier attempt may have been applied and that then gets `not_found`
-//!   succeeds;
+//! - a DELETE whose earlier attempt may have been applied waits out `locked` (its own
+//!   deletion) and succeeds on `not_found`;
 //! - a create (POST of a new resource) is never repeated once it may have been applied: the
 //!   caller gets [`Error::OutcomeUnknown`] and looks the resource up by its labels.
 //!
