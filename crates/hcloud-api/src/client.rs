@@ -1,7 +1,23 @@
-//! The HTTP core: building requests, retries, rate-limit bookkeeping, paging, action waiting.
+//! The HTTP core: the builder, the client, and `send` — one logical request with its
+//! attempts, retries, overall deadline, request gate, observer calls, rate-limit
+//! bookkeeping and debug wire log.
+//!
+//! One call of `send`:
+//! ```text
+//!  encode body ─► loop per attempt:
+//!                  gate? ── refused ─► Error::NotSent (nothing sent)
+//!                  per-attempt timeout = min(timeout, time left until the deadline)
+//!                  observer.started ─► HTTP exchange ─► observer.observe
+//!                  2xx ─► Answer
+//!                  else: retry::Verdict (retry? may it have been applied?)
+//!                        DELETE that may have been applied earlier: now `not_found` ─► Answer
+//!                        (gone); now `locked` ─► retried (its own deletion still runs)
+//!                        retry and the wait (backoff or Retry-After/RateLimit-*) ends before
+//!                        the deadline ─► sleep, next attempt
+//!                        else ─► the error; a create that may have been applied ─► OutcomeUnknown
+//! ```
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -9,10 +25,14 @@ use reqwest::{Method, header::HeaderMap};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracing::{debug, warn};
+use tracing::warn;
 
 use crate::error::{Error, parse_api_error};
-use crate::models::{Action, ActionId, ActionStatus, Meta, Pagination};
+use crate::models::Action;
+use crate::observe::{InFlight, RequestGate, RequestObserver, api_endpoint};
+use crate::retry::{self, RetryPolicy, Verdict};
+use crate::waiter::PollPolicy;
+use crate::wire_log;
 
 /// The public API's base URL.
 pub const DEFAULT_ENDPOINT: &str = "https://api.hetzner.cloud/v1";
@@ -21,55 +41,13 @@ pub const DEFAULT_ENDPOINT: &str = "https://api.hetzner.cloud/v1";
 pub const LIST_ALL_PER_PAGE: u32 = 50;
 
 /// How many pages `list_all` fetches at once after it learned the page count.
-const LIST_ALL_CONCURRENCY: usize = 4;
+pub(crate) const LIST_ALL_CONCURRENCY: usize = 4;
 
-/// Retry policy for failed requests.
-///
-/// `conflict` answers are retried for every method. HTTP 429, 502, 503, 504, timeouts and
-/// broken connections are retried only for idempotent methods (GET, PUT, DELETE), because a
-/// retried POST could run an action twice. Connection failures before anything was sent are
-/// retried for every method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (0 disables retries).
-    pub max_retries: u32,
-    /// Delay before the first retry; doubles each retry.
-    pub base_delay: Duration,
-    /// Upper bound of one delay.
-    pub max_delay: Duration,
-}
+/// Default overall deadline of one call (all attempts and waits).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy { max_retries: 5, base_delay: Duration::from_secs(1), max_delay: Duration::from_secs(60) }
-    }
-}
-
-impl RetryPolicy {
-    /// The delay before retry number `attempt` (0-based): exponential with "equal jitter",
-    /// i.e. uniformly in `[d/2, d]` for the capped exponential delay `d`.
-    pub fn delay(&self, attempt: u32) -> Duration {
-        let exp = self.base_delay.saturating_mul(1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX));
-        let capped = exp.min(self.max_delay);
-        let half = capped / 2;
-        half + half.mul_f64(fastrand::f64())
-    }
-}
-
-/// How the action waiter polls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PollPolicy {
-    /// First poll interval.
-    pub initial: Duration,
-    /// Largest poll interval; the interval grows by 1.5x per poll up to this.
-    pub max: Duration,
-}
-
-impl Default for PollPolicy {
-    fn default() -> Self {
-        PollPolicy { initial: Duration::from_millis(250), max: Duration::from_secs(2) }
-    }
-}
+/// Default per-attempt timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The latest `RateLimit-*` headers the API sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,42 +71,17 @@ impl RateLimit {
     }
 }
 
-/// What one HTTP exchange looked like, for metrics and request accounting.
-#[derive(Debug, Clone)]
-pub struct RequestEvent<'a> {
-    /// HTTP method.
-    pub method: &'a Method,
-    /// Path template, e.g. `/servers/{id}`.
-    pub endpoint: &'static str,
-    /// Status, or `None` for transport failures and timeouts.
-    pub status: Option<u16>,
-    /// Time from sending to the end of the body.
-    pub duration: Duration,
-    /// 0 for the first attempt, then 1, 2, ... for retries.
-    pub attempt: u32,
-}
-
-/// Receives one event per HTTP exchange (every attempt, including retries).
-pub trait RequestObserver: Send + Sync {
-    /// Called after each exchange.
-    fn observe(&self, event: &RequestEvent<'_>);
-}
-
-impl<F: Fn(&RequestEvent<'_>) + Send + Sync> RequestObserver for F {
-    fn observe(&self, event: &RequestEvent<'_>) {
-        self(event)
-    }
-}
-
 /// Builds a [`Client`].
 pub struct ClientBuilder {
     token: SecretString,
     endpoint: String,
     user_agent: String,
     timeout: Duration,
+    deadline: Duration,
     retry: RetryPolicy,
     poll: PollPolicy,
     observer: Option<Arc<dyn RequestObserver>>,
+    gate: Option<RequestGate>,
     debug: bool,
 }
 
@@ -139,8 +92,10 @@ impl fmt::Debug for ClientBuilder {
             .field("endpoint", &self.endpoint)
             .field("user_agent", &self.user_agent)
             .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
             .field("retry", &self.retry)
             .field("poll", &self.poll)
+            .field("gate", &self.gate.is_some())
             .field("debug", &self.debug)
             .finish_non_exhaustive()
     }
@@ -159,9 +114,19 @@ impl ClientBuilder {
         self
     }
 
-    /// Sets the per-request timeout (default 15 s).
+    /// Sets the per-attempt timeout (default [`DEFAULT_TIMEOUT`], 15 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets the overall deadline of one call — every attempt, retry and wait together
+    /// (default [`DEFAULT_DEADLINE`], 1 min). An attempt never runs past it, and no retry
+    /// starts after it; the call then fails with [`Error::DeadlineExceeded`] or its last
+    /// error. A list of several pages has the deadline per page; `wait_for_action` has its
+    /// own timeout, and each of its polls this deadline.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
         self
     }
 
@@ -177,14 +142,22 @@ impl ClientBuilder {
         self
     }
 
-    /// Installs an observer that sees every HTTP exchange.
+    /// Installs an observer that sees the start and end of every HTTP exchange.
     pub fn observer(mut self, observer: Arc<dyn RequestObserver>) -> Self {
         self.observer = Some(observer);
         self
     }
 
+    /// Installs the request gate: asked before every HTTP exchange (retries and action polls
+    /// included); `Err(reason)` ends the call with [`Error::NotSent`] without touching the
+    /// network. Meant as the leader-election fence.
+    pub fn gate(mut self, gate: Arc<dyn Fn() -> Result<(), String> + Send + Sync>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
     /// Logs every request and response body at debug level (target `hcloud_api::wire`); the
-    /// token is never logged.
+    /// token and secrets in bodies (e.g. a certificate's private key) are never logged.
     pub fn debug(mut self, debug: bool) -> Self {
         self.debug = debug;
         self
@@ -206,6 +179,12 @@ impl ClientBuilder {
                 "the API token is empty or contains whitespace/control characters".to_owned(),
             ));
         }
+        if self.timeout.is_zero() || self.deadline.is_zero() {
+            return Err(Error::InvalidArgument(format!(
+                "timeout ({:?}) and deadline ({:?}) must be greater than zero",
+                self.timeout, self.deadline
+            )));
+        }
         let http = reqwest::Client::builder()
             .user_agent(self.user_agent)
             .connect_timeout(self.timeout.min(Duration::from_secs(10)))
@@ -218,9 +197,11 @@ impl ClientBuilder {
                 endpoint: self.endpoint,
                 token: self.token,
                 timeout: self.timeout,
+                deadline: self.deadline,
                 retry: self.retry,
                 poll: self.poll,
                 observer: self.observer,
+                gate: self.gate,
                 debug: self.debug,
                 rate_limit: Mutex::new(None),
             }),
@@ -228,8 +209,8 @@ impl ClientBuilder {
     }
 }
 
-/// A Hetzner Cloud API client. Cheap to clone; clones share the connection pool and the
-/// rate-limit view.
+/// A Hetzner Cloud API client. Cheap to clone; clones share the connection pool, the
+/// rate-limit view, the observer and the gate.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -240,9 +221,11 @@ struct Inner {
     endpoint: String,
     token: SecretString,
     timeout: Duration,
+    deadline: Duration,
     retry: RetryPolicy,
     poll: PollPolicy,
     observer: Option<Arc<dyn RequestObserver>>,
+    gate: Option<RequestGate>,
     debug: bool,
     rate_limit: Mutex<Option<RateLimit>>,
 }
@@ -253,6 +236,7 @@ impl fmt::Debug for Client {
             .field("endpoint", &self.inner.endpoint)
             .field("token", &"[redacted]")
             .field("timeout", &self.inner.timeout)
+            .field("deadline", &self.inner.deadline)
             .finish_non_exhaustive()
     }
 }
@@ -260,15 +244,8 @@ impl fmt::Debug for Client {
 /// A raw successful answer.
 pub(crate) struct Answer {
     pub(crate) body: bytes::Bytes,
-}
-
-/// One page of a list.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
-    /// The entries.
-    pub items: Vec<T>,
-    /// Pagination metadata, if the API sent it.
-    pub pagination: Option<Pagination>,
+    /// A retried DELETE found the resource gone (an earlier attempt may have deleted it).
+    pub(crate) already_gone: bool,
 }
 
 /// Where a request goes: a path template for accounting and the concrete path.
@@ -276,25 +253,34 @@ pub struct Page<T> {
 pub(crate) struct Target {
     pub(crate) template: &'static str,
     pub(crate) path: String,
+    pub(crate) api_endpoint: String,
+    /// A POST that creates a resource: repeating it could create a duplicate.
+    pub(crate) create: bool,
 }
 
 impl Target {
     pub(crate) fn fixed(template: &'static str) -> Target {
-        Target { template, path: template.to_owned() }
+        Target { template, path: template.to_owned(), api_endpoint: api_endpoint(template), create: false }
     }
 
     pub(crate) fn with_id(template: &'static str, id: impl fmt::Display) -> Target {
-        Target { template, path: template.replacen("{id}", &id.to_string(), 1) }
+        Target {
+            template,
+            path: template.replacen("{id}", &id.to_string(), 1),
+            api_endpoint: api_endpoint(template),
+            create: false,
+        }
+    }
+
+    /// The collection a `POST` creates a resource in.
+    pub(crate) fn create(template: &'static str) -> Target {
+        Target { create: true, ..Target::fixed(template) }
     }
 }
 
 enum Attempt {
-    Done(Result<Answer, Error>),
-    Retry(Error),
-}
-
-fn is_idempotent(method: &Method) -> bool {
-    matches!(*method, Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS)
+    Done(Answer),
+    Failed { error: Error, verdict: Verdict, hint: Option<Duration> },
 }
 
 impl Client {
@@ -304,10 +290,12 @@ impl Client {
             token,
             endpoint: DEFAULT_ENDPOINT.to_owned(),
             user_agent: format!("hcloud-ccm/{}", env!("CARGO_PKG_VERSION")),
-            timeout: Duration::from_secs(15),
+            timeout: DEFAULT_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
             retry: RetryPolicy::default(),
             poll: PollPolicy::default(),
             observer: None,
+            gate: None,
             debug: false,
         }
     }
@@ -315,6 +303,15 @@ impl Client {
     /// The configured base URL.
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
+    }
+
+    /// The overall deadline of one call.
+    pub fn deadline(&self) -> Duration {
+        self.inner.deadline
+    }
+
+    pub(crate) fn poll_policy(&self) -> PollPolicy {
+        self.inner.poll
     }
 
     /// The most recent rate-limit headers, if any response carried them.
@@ -338,22 +335,70 @@ impl Client {
                 })?),
                 None => None,
             };
-        let retry = self.inner.retry;
+        let inner = &self.inner;
+        let started = Instant::now();
         let mut attempt = 0;
+        let mut maybe_applied = false;
         loop {
-            match self.send_once(&method, target, query, body.as_deref(), attempt, &request_name).await {
-                Attempt::Done(result) => return result,
-                Attempt::Retry(err) if attempt < retry.max_retries => {
-                    let delay = retry.delay(attempt);
-                    warn!(request = %request_name, attempt = attempt + 1, ?delay, error = %err, "retrying Hetzner API request");
-                    tokio::time::sleep(delay).await;
-                    attempt += 1;
-                }
-                Attempt::Retry(err) => return Err(err),
+            if let Some(gate) = &inner.gate
+                && let Err(reason) = gate()
+            {
+                return Err(Error::NotSent { request: request_name, reason });
             }
+            let left = inner.deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(Error::DeadlineExceeded { request: request_name, after: inner.deadline, last: None });
+            }
+            let per_attempt = inner.timeout.min(left);
+            let (error, mut verdict, hint) = match self
+                .send_once(&method, target, query, body.as_deref(), attempt, per_attempt, &request_name)
+                .await
+            {
+                Attempt::Done(answer) => return Ok(answer),
+                Attempt::Failed { error, verdict, hint } => (error, verdict, hint),
+            };
+            if method == Method::DELETE && maybe_applied {
+                if error.is_not_found() {
+                    // An earlier attempt may have deleted it; the resource is gone either way.
+                    warn!(request = %request_name, "retried DELETE answered not_found: an earlier attempt deleted it");
+                    return Ok(Answer { body: bytes::Bytes::new(), already_gone: true });
+                }
+                if let Some(code) = error.code() {
+                    verdict = retry::for_repeated_delete(verdict, code);
+                }
+            }
+            maybe_applied |= verdict.maybe_applied;
+            let finish = |error: Error| {
+                if target.create && maybe_applied {
+                    Error::OutcomeUnknown { request: request_name.clone(), source: Box::new(error) }
+                } else {
+                    error
+                }
+            };
+            if per_attempt < inner.timeout && matches!(error, Error::Timeout { .. }) {
+                // The attempt was cut short by the deadline.
+                return Err(finish(Error::DeadlineExceeded {
+                    request: request_name.clone(),
+                    after: inner.deadline,
+                    last: Some(Box::new(error)),
+                }));
+            }
+            if !verdict.retry || attempt >= inner.retry.max_retries {
+                return Err(finish(error));
+            }
+            let delay = inner.retry.delay_with_hint(attempt, hint);
+            if started.elapsed() + delay >= inner.deadline {
+                warn!(request = %request_name, ?delay, deadline = ?inner.deadline, error = %error,
+                    "not retrying Hetzner API request: the next attempt would start after the deadline");
+                return Err(finish(error));
+            }
+            warn!(request = %request_name, attempt = attempt + 1, ?delay, error = %error, "retrying Hetzner API request");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn send_once(
         &self,
         method: &Method,
@@ -361,23 +406,23 @@ impl Client {
         query: &[(&str, String)],
         body: Option<&[u8]>,
         attempt: u32,
+        timeout: Duration,
         request_name: &str,
     ) -> Attempt {
         let inner = &self.inner;
         let url = format!("{}{}", inner.endpoint, target.path);
         let mut req =
-            inner.http.request(method.clone(), &url).bearer_auth(inner.token.expose_secret()).timeout(inner.timeout);
+            inner.http.request(method.clone(), &url).bearer_auth(inner.token.expose_secret()).timeout(timeout);
         if !query.is_empty() {
             req = req.query(query);
         }
         if let Some(body) = body {
             req = req.header(reqwest::header::CONTENT_TYPE, "application/json").body(body.to_vec());
             if inner.debug {
-                debug!(target: "hcloud_api::wire", request = %request_name, body = %String::from_utf8_lossy(body), "request");
+                wire_log::request(request_name, body);
             }
         }
-        let started = Instant::now();
-        let idempotent = is_idempotent(method);
+        let flight = InFlight::start(inner.observer.as_deref(), method, target.template, &target.api_endpoint, attempt);
         let result = async {
             let resp = req.send().await?;
             let status = resp.status();
@@ -386,42 +431,34 @@ impl Client {
             Ok::<_, reqwest::Error>((status, headers, bytes))
         }
         .await;
-        let duration = started.elapsed();
         let (status, headers, bytes) = match result {
             Ok(ok) => ok,
             Err(e) => {
-                self.observe(method, target, None, duration, attempt);
-                let connect = e.is_connect();
-                let err = if e.is_timeout() {
-                    Error::Timeout { request: request_name.to_owned(), after: inner.timeout }
+                flight.finish(None);
+                let verdict = retry::for_transport(method, e.is_connect());
+                let error = if e.is_timeout() {
+                    Error::Timeout { request: request_name.to_owned(), after: timeout }
                 } else {
                     Error::Transport { request: request_name.to_owned(), source: e.without_url() }
                 };
-                return if idempotent || connect { Attempt::Retry(err) } else { Attempt::Done(Err(err)) };
+                return Attempt::Failed { error, verdict, hint: None };
             }
         };
-        self.observe(method, target, Some(status.as_u16()), duration, attempt);
+        flight.finish(Some(status.as_u16()));
         if let Some(rl) = RateLimit::from_headers(&headers) {
             *inner.rate_limit.lock().unwrap_or_else(|e| e.into_inner()) = Some(rl);
         }
         if inner.debug {
-            debug!(target: "hcloud_api::wire", request = %request_name, status = status.as_u16(), body = %String::from_utf8_lossy(&bytes), "response");
+            wire_log::response(request_name, status.as_u16(), &bytes);
         }
         if status.is_success() {
-            return Attempt::Done(Ok(Answer { body: bytes }));
+            return Attempt::Done(Answer { body: bytes, already_gone: false });
         }
         let correlation_id = headers.get("x-correlation-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let api = parse_api_error(status.as_u16(), &bytes, correlation_id, request_name.to_owned());
-        let retryable =
-            api.code == crate::ErrorCode::Conflict || (idempotent && matches!(status.as_u16(), 429 | 502 | 503 | 504));
-        let err = Error::from(api);
-        if retryable { Attempt::Retry(err) } else { Attempt::Done(Err(err)) }
-    }
-
-    fn observe(&self, method: &Method, target: &Target, status: Option<u16>, duration: Duration, attempt: u32) {
-        if let Some(o) = &self.inner.observer {
-            o.observe(&RequestEvent { method, endpoint: target.template, status, duration, attempt });
-        }
+        let verdict = retry::for_status(method, status.as_u16(), &api.code);
+        let hint = retry::wait_hint(status.as_u16(), &headers, SystemTime::now());
+        Attempt::Failed { error: Error::from(api), verdict, hint }
     }
 
     /// Sends a request and decodes the JSON answer.
@@ -436,157 +473,15 @@ impl Client {
         decode(&answer.body, &method, target)
     }
 
-    /// Fetches one page of a list; `key` is the list's field, e.g. `servers`.
-    pub(crate) async fn page<T: DeserializeOwned>(
-        &self,
-        target: &Target,
-        key: &str,
-        filters: &[(&str, String)],
-        page: u32,
-        per_page: u32,
-    ) -> Result<Page<T>, Error> {
-        let mut query = filters.to_vec();
-        query.push(("page", page.to_string()));
-        query.push(("per_page", per_page.to_string()));
-        let answer = self.send::<()>(Method::GET, target, &query, None).await?;
-        let mut de = serde_json::Deserializer::from_slice(&answer.body);
-        let page = serde::de::DeserializeSeed::deserialize(PageSeed::<T> { key, marker: PhantomData }, &mut de)
-            .and_then(|page| de.end().map(|()| page))
-            .map_err(|e| Error::Decode {
-                request: format!("GET {}", target.path),
-                message: format!("field `{key}`: {e}"),
-            })?;
-        Ok(page)
-    }
-
-    /// Fetches every page of a list with `per_page=50`. After the first page tells how many
-    /// pages there are, the rest are fetched a few at a time.
-    pub(crate) async fn all<T: DeserializeOwned>(
-        &self,
-        target: &Target,
-        key: &str,
-        filters: &[(&str, String)],
-    ) -> Result<Vec<T>, Error> {
-        use futures::{StreamExt, TryStreamExt};
-        let first = self.page::<T>(target, key, filters, 1, LIST_ALL_PER_PAGE).await?;
-        let mut items = first.items;
-        let Some(p) = first.pagination else { return Ok(items) };
-        match p.last_page {
-            Some(last) if last > 1 => {
-                let pages: Vec<Page<T>> = futures::stream::iter(2..=last)
-                    .map(|n| self.page::<T>(target, key, filters, n, LIST_ALL_PER_PAGE))
-                    .buffered(LIST_ALL_CONCURRENCY)
-                    .try_collect()
-                    .await?;
-                for page in pages {
-                    items.extend(page.items);
-                }
-            }
-            Some(_) => {}
-            None => {
-                // No last_page: follow next_page one by one.
-                let mut next = p.next_page;
-                let mut current = p.page;
-                while let Some(n) = next.filter(|n| *n > current) {
-                    let page = self.page::<T>(target, key, filters, n, LIST_ALL_PER_PAGE).await?;
-                    items.extend(page.items);
-                    current = n;
-                    next = page.pagination.and_then(|p| p.next_page);
-                }
-            }
+    /// Sends a DELETE that the API answers with `204` and no body, or `200` with an action;
+    /// `None` if there was no action (or the resource was already gone after a lost answer).
+    pub(crate) async fn delete(&self, target: &Target) -> Result<Option<Action>, Error> {
+        let answer = self.send::<()>(Method::DELETE, target, &[], None).await?;
+        if answer.already_gone {
+            return Ok(None);
         }
-        Ok(items)
-    }
-
-    /// Waits until `action` finishes, polling `GET /actions/{id}` with growing intervals.
-    ///
-    /// Returns the finished action, [`Error::ActionFailed`] if it ended with `error`, or
-    /// [`Error::ActionTimeout`] after `timeout`.
-    pub async fn wait_for_action(&self, action: &Action, timeout: Duration) -> Result<Action, Error> {
-        let mut done = self.wait_for_actions(std::slice::from_ref(action), timeout).await?;
-        done.pop().ok_or_else(|| Error::Decode {
-            request: format!("GET /actions/{}", action.id),
-            message: "the API did not return the action".to_owned(),
-        })
-    }
-
-    /// Waits until all `actions` finish, polling them together with `GET /actions?id=..`.
-    /// Fails with the first action that ended with `error`.
-    pub async fn wait_for_actions(&self, actions: &[Action], timeout: Duration) -> Result<Vec<Action>, Error> {
-        let started = Instant::now();
-        let mut current: Vec<Action> = actions.to_vec();
-        let mut interval = self.inner.poll.initial;
-        loop {
-            for a in &current {
-                if a.status == ActionStatus::Error {
-                    let (code, message) =
-                        a.error.as_ref().map(|e| (e.code.clone(), e.message.clone())).unwrap_or_else(|| {
-                            (crate::ErrorCode::Unknown("action_failed".into()), "no error details".into())
-                        });
-                    return Err(Error::ActionFailed { id: a.id, command: a.command.clone(), code, message });
-                }
-            }
-            let pending: Vec<ActionId> =
-                current.iter().filter(|a| a.status != ActionStatus::Success).map(|a| a.id).collect();
-            if pending.is_empty() {
-                return Ok(current);
-            }
-            if started.elapsed() >= timeout {
-                let stuck = current.iter().find(|a| a.status != ActionStatus::Success);
-                return Err(Error::ActionTimeout {
-                    id: stuck.map(|a| a.id).unwrap_or_default(),
-                    command: stuck.map(|a| a.command.clone()).unwrap_or_default(),
-                    waited: started.elapsed(),
-                });
-            }
-            let remaining = timeout.saturating_sub(started.elapsed());
-            tokio::time::sleep(interval.min(remaining)).await;
-            interval = interval.mul_f64(1.5).min(self.inner.poll.max);
-            let fresh = self.actions().get_many(&pending).await?;
-            for f in fresh {
-                if let Some(slot) = current.iter_mut().find(|a| a.id == f.id) {
-                    *slot = f;
-                }
-            }
-        }
-    }
-}
-
-/// Decodes a list page in one pass: the list under `key` straight into `Vec<T>`, `meta`
-/// into [`Meta`], everything else skipped (no intermediate JSON tree).
-struct PageSeed<'k, T> {
-    key: &'k str,
-    marker: PhantomData<T>,
-}
-
-impl<'de, T: DeserializeOwned> serde::de::DeserializeSeed<'de> for PageSeed<'_, T> {
-    type Value = Page<T>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Page<T>, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de, T: DeserializeOwned> serde::de::Visitor<'de> for PageSeed<'_, T> {
-    type Value = Page<T>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a list response with `{}` and `meta`", self.key)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Page<T>, A::Error> {
-        let mut items = None;
-        let mut meta = Meta::default();
-        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if k == self.key {
-                items = Some(map.next_value::<Vec<T>>()?);
-            } else if k == "meta" {
-                meta = map.next_value::<Option<Meta>>()?.unwrap_or_default();
-            } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
-            }
-        }
-        Ok(Page { items: items.unwrap_or_default(), pagination: meta.pagination })
+        decode_optional_action(&answer.body)
+            .map_err(|message| Error::Decode { request: format!("DELETE {}", target.path), message })
     }
 }
 
@@ -595,24 +490,23 @@ pub(crate) fn decode<T: DeserializeOwned>(body: &[u8], method: &Method, target: 
         .map_err(|e| Error::Decode { request: format!("{method} {}", target.path), message: e.to_string() })
 }
 
+/// An empty body (`204`) is no action; a JSON body must be `{"action": {...}}`.
+pub(crate) fn decode_optional_action(body: &[u8]) -> Result<Option<Action>, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        action: Option<Action>,
+    }
+    let env: Envelope = serde_json::from_slice(body).map_err(|e| format!("expected no body or an action: {e}"))?;
+    Ok(env.action)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_delay_grows_and_is_capped_with_jitter() {
-        let p = RetryPolicy { max_retries: 5, base_delay: Duration::from_secs(1), max_delay: Duration::from_secs(10) };
-        for _ in 0..100 {
-            let d0 = p.delay(0);
-            assert!(d0 >= Duration::from_millis(500) && d0 <= Duration::from_secs(1), "{d0:?}");
-            let d3 = p.delay(3);
-            assert!(d3 >= Duration::from_secs(4) && d3 <= Duration::from_secs(8), "{d3:?}");
-            let d10 = p.delay(10);
-            assert!(d10 >= Duration::from_secs(5) && d10 <= Duration::from_secs(10), "{d10:?}");
-            let d_huge = p.delay(u32::MAX);
-            assert!(d_huge <= Duration::from_secs(10));
-        }
-    }
+    use crate::models::{ActionId, ActionStatus};
 
     #[test]
     fn debug_output_never_contains_the_token() {
@@ -626,13 +520,15 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bad_endpoint_and_token() {
+    fn rejects_bad_endpoint_token_and_durations() {
         let err = Client::builder(SecretString::from("t")).endpoint("ftp://x").build().unwrap_err();
         assert!(err.to_string().contains("http://"), "{err}");
         let err = Client::builder(SecretString::from("t")).endpoint("not a url").build().unwrap_err();
         assert!(err.to_string().contains("not a URL"), "{err}");
         let err = Client::builder(SecretString::from("a b")).build().unwrap_err();
         assert!(err.to_string().contains("token"), "{err}");
+        let err = Client::builder(SecretString::from("t")).deadline(Duration::ZERO).build().unwrap_err();
+        assert!(err.to_string().contains("deadline"), "{err}");
     }
 
     #[test]
@@ -646,5 +542,15 @@ mod tests {
         assert_eq!(rl.remaining, 3599);
         assert_eq!(rl.reset, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
         assert_eq!(RateLimit::from_headers(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn delete_answers_with_and_without_an_action() {
+        assert_eq!(decode_optional_action(b""), Ok(None), "204 No Content");
+        let a = decode_optional_action(br#"{"action":{"id":7,"command":"delete_load_balancer","status":"running"}}"#)
+            .expect("decodes")
+            .expect("an action");
+        assert_eq!((a.id, a.command.as_str(), a.status), (ActionId(7), "delete_load_balancer", ActionStatus::Running));
+        assert!(decode_optional_action(b"<html>ok</html>").unwrap_err().contains("expected no body or an action"));
     }
 }

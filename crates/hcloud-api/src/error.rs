@@ -2,7 +2,13 @@
 //!
 //! Every failure is one of: an API error (the server answered with the Hetzner error envelope,
 //! or with a non-success status and no envelope), a transport error (connection refused, reset,
-//! TLS), a timeout, an undecodable response body, or a failed/timed-out action.
+//! TLS), a timeout, an undecodable response body, a failed/timed-out action, a request the
+//! request gate refused ([`Error::NotSent`]), a call that ran out of its overall deadline
+//! ([`Error::DeadlineExceeded`]), or a create whose answer was lost ([`Error::OutcomeUnknown`]).
+//!
+//! Only a Hetzner error envelope with the code `not_found` means "absent"
+//! ([`Error::is_not_found`]); a 404 without the envelope (a proxy, a wrong endpoint) is an
+//! ordinary error, so nothing is deleted because of it.
 
 use std::fmt;
 use std::time::Duration;
@@ -108,7 +114,9 @@ pub struct ApiError {
     /// The HTTP status code.
     pub status: u16,
     /// The API error code. Answers without the error envelope get a code derived from the
-    /// status (e.g. 502 → `bad_gateway`, 404 → `not_found`).
+    /// status (e.g. 502 → `bad_gateway`, 429 → `rate_limit_exceeded`), except 404: without the
+    /// envelope it gets `http_404` ([`ErrorCode::Unknown`]), never `not_found`, because only
+    /// the API itself can say that a resource does not exist.
     pub code: ErrorCode,
     /// The API's human-readable message.
     pub message: String,
@@ -189,16 +197,67 @@ pub enum Error {
         /// How long the waiter waited.
         waited: Duration,
     },
+    /// The API no longer knows a running action the waiter polled: it finished and was
+    /// pruned before the next poll, so whether it succeeded is unknown. Read the resource's
+    /// state to find out.
+    #[error("action {id} ({command}) is no longer known to the API (finished and pruned); its outcome is unknown")]
+    ActionGone {
+        /// The action.
+        id: ActionId,
+        /// The action's command.
+        command: String,
+    },
     /// A client-side precondition failed (bad endpoint URL, bad argument).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The request gate (see [`crate::ClientBuilder::gate`]) refused the request; nothing was
+    /// sent.
+    #[error("{request}: not sent: {reason}")]
+    NotSent {
+        /// Method and path of the request.
+        request: String,
+        /// Why the gate refused.
+        reason: String,
+    },
+    /// The call's overall deadline (see [`crate::ClientBuilder::deadline`]) passed before it
+    /// got an answer; `last` is the failure of the last attempt, if one failed.
+    #[error("{request}: no result within the deadline of {after:?}{}", last_suffix(last))]
+    DeadlineExceeded {
+        /// Method and path of the request.
+        request: String,
+        /// The deadline.
+        after: Duration,
+        /// The last attempt's failure, if any.
+        last: Option<Box<Error>>,
+    },
+    /// A create (`POST` of a new resource) may have been applied, but its answer was lost
+    /// (5xx, timeout or broken connection after the request was sent). The client does not
+    /// repeat it, since that could create a duplicate: look the resource up first (e.g. with
+    /// `list_by_labels` and the labels the create request set), then create it if absent.
+    #[error(
+        "{request}: outcome unknown: the request may have been applied but its answer was lost ({source}); look the \
+         resource up (e.g. by its labels) before creating it again"
+    )]
+    OutcomeUnknown {
+        /// Method and path of the request.
+        request: String,
+        /// The failure that lost the answer.
+        source: Box<Error>,
+    },
+}
+
+fn last_suffix(last: &Option<Box<Error>>) -> String {
+    last.as_ref().map(|e| format!("; last attempt: {e}")).unwrap_or_default()
 }
 
 impl Error {
-    /// The API error, if this is one.
+    /// The API error, if this is one — also the one inside [`Error::OutcomeUnknown`] and
+    /// [`Error::DeadlineExceeded`].
     pub fn api(&self) -> Option<&ApiError> {
         match self {
             Error::Api(e) => Some(e),
+            Error::OutcomeUnknown { source, .. } => source.api(),
+            Error::DeadlineExceeded { last: Some(last), .. } => last.api(),
             _ => None,
         }
     }
@@ -208,9 +267,20 @@ impl Error {
         self.api().map(|e| &e.code)
     }
 
-    /// True if the API said the resource does not exist.
+    /// True if the API said the resource does not exist: a Hetzner error envelope with the
+    /// code `not_found`. A 404 without the envelope (a proxy, a wrong endpoint) is not.
     pub fn is_not_found(&self) -> bool {
-        self.code() == Some(&ErrorCode::NotFound)
+        matches!(self, Error::Api(e) if e.code == ErrorCode::NotFound)
+    }
+
+    /// True if the request gate refused the request (nothing was sent).
+    pub fn is_not_sent(&self) -> bool {
+        matches!(self, Error::NotSent { .. })
+    }
+
+    /// True if a create may have been applied although it failed ([`Error::OutcomeUnknown`]).
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. })
     }
 
     /// True if the API refused because of the rate limit.
@@ -219,7 +289,9 @@ impl Error {
     }
 
     /// True for failures that say nothing about the resource and may pass if tried again
-    /// later: rate limit, conflict, locked, 5xx, timeouts and transport errors.
+    /// later: rate limit, conflict, locked, 5xx, timeouts, transport errors, a passed deadline
+    /// and a create with an unknown outcome (look it up before creating it again). A refusal of
+    /// the request gate is not transient: the gate decides when requests may go out again.
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Api(e) => {
@@ -235,8 +307,15 @@ impl Error {
                             | ErrorCode::BadGateway
                     )
             }
-            Error::Transport { .. } | Error::Timeout { .. } | Error::ActionTimeout { .. } => true,
-            Error::Decode { .. } | Error::ActionFailed { .. } | Error::InvalidArgument(_) => false,
+            Error::Transport { .. }
+            | Error::Timeout { .. }
+            | Error::ActionTimeout { .. }
+            | Error::ActionGone { .. }
+            | Error::DeadlineExceeded { .. }
+            | Error::OutcomeUnknown { .. } => true,
+            Error::Decode { .. } | Error::ActionFailed { .. } | Error::InvalidArgument(_) | Error::NotSent { .. } => {
+                false
+            }
         }
     }
 }
@@ -253,7 +332,6 @@ pub(crate) fn code_for_status(status: u16) -> ErrorCode {
         400 => ErrorCode::InvalidInput,
         401 => ErrorCode::Unauthorized,
         403 => ErrorCode::Forbidden,
-        404 => ErrorCode::NotFound,
         409 => ErrorCode::Conflict,
         423 => ErrorCode::Locked,
         429 => ErrorCode::RateLimitExceeded,

@@ -4,22 +4,38 @@
 //!  caller ──► endpoint group (client.servers().get(id), .load_balancers().add_target(..))
 //!                │ builds path + query + typed body
 //!                ▼
-//!            Client::send ── retry loop (RetryPolicy: conflict always; 429/5xx/timeouts
-//!                │             only for idempotent methods; exponential backoff + jitter)
+//!            Client::send ── one call: attempts within an overall deadline (default 1 min);
+//!                │             retries per `retry` (429 and conflict for every method;
+//!                │             502/503/504/bad_gateway/timeout, timeouts and broken
+//!                │             connections only where repeating is harmless), waits from
+//!                │             Retry-After / RateLimit-* or exponential backoff + jitter
 //!                ▼
-//!            one HTTP exchange (bearer token, User-Agent, per-request timeout)
+//!            request gate ── refused ──► Error::NotSent (nothing sent)
+//!                ▼
+//!            one HTTP exchange (bearer token, User-Agent, per-attempt timeout)
 //!                │── RateLimit-* headers ──► Client::rate_limit()
-//!                │── RequestObserver (metrics, request accounting)
+//!                │── RequestObserver: started / observe (metrics, in-flight, accounting)
+//!                │── HCLOUD_DEBUG wire log, secrets redacted
 //!                ▼
 //!            2xx: JSON decoded into forward-compatible models (unknown fields ignored,
-//!                 absent fields defaulted, unknown enum values kept as `Unknown(String)`)
+//!                 absent fields defaulted, unknown enum values kept as `Unknown(String)`);
+//!                 a list without its key is an error, never an empty list
 //!            else: Error::Api(ApiError { status, code: ErrorCode, message, details,
-//!                  correlation_id }) — or Transport / Timeout / Decode
+//!                  correlation_id }) — or Transport / Timeout / Decode / DeadlineExceeded /
+//!                  OutcomeUnknown (a create whose answer was lost)
 //! ```
 //!
-//! Lists: `list` returns one [`Page`], `list_all` pages through everything with `per_page=50`.
-//! Mutations return an [`Action`]; [`Client::wait_for_action`] polls it with backoff until it
-//! succeeds or fails, within a deadline.
+//! Lists: `list` returns one [`Page`], `list_all` pages through everything with `per_page=50`,
+//! `list_by_labels` finds resources by the labels they were created with. Mutations return an
+//! [`Action`]; [`Client::wait_for_action`] polls it with backoff until it succeeds or fails,
+//! within a timeout, and survives transient poll failures.
+//!
+//! Failure semantics the callers rely on:
+//! - only a Hetzner `not_found` error envelope means "absent" ([`Error::is_not_found`]);
+//! - a DELETE whose earlier attempt may have been applied waits out `locked` (its own
+//!   deletion) and succeeds on `not_found`;
+//! - a create (POST of a new resource) is never repeated once it may have been applied: the
+//!   caller gets [`Error::OutcomeUnknown`] and looks the resource up by its labels.
 //!
 //! The token lives in a [`secrecy::SecretString`]; it never appears in `Debug` output, logs
 //! or errors.
@@ -28,18 +44,27 @@ mod client;
 mod endpoints;
 mod error;
 pub mod models;
+mod observe;
+mod paging;
+mod retry;
 mod string_enum;
+mod waiter;
+mod wire_log;
 
 pub use client::{
-    Client, ClientBuilder, DEFAULT_ENDPOINT, LIST_ALL_PER_PAGE, Page, PollPolicy, RateLimit, RequestEvent,
-    RequestObserver, RetryPolicy,
+    Client, ClientBuilder, DEFAULT_DEADLINE, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, LIST_ALL_PER_PAGE, RateLimit,
 };
 pub use endpoints::{
     Actions, Certificates, Created, LoadBalancerTypes, LoadBalancers, Locations, Networks, ServerTypes, Servers,
+    selector_from_labels,
 };
 pub use error::{ApiError, Error, ErrorCode, ErrorDetails, InvalidField};
 pub use models::Action;
+pub use observe::{RequestEvent, RequestGate, RequestObserver, RequestStart, api_endpoint};
+pub use paging::Page;
+pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
+pub use waiter::PollPolicy;
 
 impl Client {
     /// Server endpoints.

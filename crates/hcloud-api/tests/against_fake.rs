@@ -211,6 +211,7 @@ fn private_target(id: u64) -> LbTarget {
             TargetHealth { listen_port: 80, status: HealthStatus::Healthy },
             TargetHealth { listen_port: 443, status: HealthStatus::Healthy },
         ],
+        targets: Vec::new(),
     }
 }
 
@@ -729,7 +730,8 @@ async fn rate_limit_exceeded_and_rate_limit_headers() {
     assert_eq!((rl.limit, rl.remaining), (2, 0));
     assert!(near(rl.reset, year_ahead()));
 
-    // A POST that hits the rate limit is not retried.
+    // A POST that hits the rate limit is retried too (the API refuses before applying
+    // anything), just as bounded; nothing was created.
     let err = c
         .load_balancers()
         .create(&CreateLoadBalancerRequest {
@@ -741,7 +743,9 @@ async fn rate_limit_exceeded_and_rate_limit_headers() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(&ErrorCode::RateLimitExceeded));
-    assert_eq!(env.count("POST /v1/load_balancers"), 1);
+    assert!(!err.is_outcome_unknown(), "a 429 says the create was not applied: {err:?}");
+    assert_eq!(env.count("POST /v1/load_balancers"), 1 + 2);
+    assert!(env.h.snapshot().load_balancers.is_empty());
 
     // Once the bucket is full again the headers say so.
     env.h.refill_rate_limit();

@@ -57,8 +57,15 @@ pub fn node_addresses(server: &Server, family: AddressFamily, network: Option<Ne
 }
 
 /// Maps an API error to a provider error with an event reason naming the cause.
+///
+/// Only the API's own `not_found` ever reaches callers as "absent" (the inventory answers
+/// `None` for it); everything else here — including a 404 page of a proxy or a wrong
+/// `HCLOUD_ENDPOINT` — is an error, so no Node is deleted because of it. A request the
+/// client's gate refused (e.g. after losing leadership) is transient: it says nothing about
+/// the node.
 pub(crate) fn api_error(what: &str, e: hcloud_api::Error) -> CloudError {
     let (reason, transient) = match e.code() {
+        _ if e.is_not_sent() => ("HcloudAPIRequestNotSent", true),
         Some(ErrorCode::RateLimitExceeded) => ("RateLimitExceeded", true),
         Some(ErrorCode::Unauthorized) => ("Unauthorized", false),
         Some(ErrorCode::Forbidden) => ("Forbidden", false),

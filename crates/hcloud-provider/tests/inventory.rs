@@ -10,7 +10,7 @@ use cloud_provider::{InstancesV2, LookupPurpose};
 use hcloud_api::models::ServerId;
 use hcloud_api::{Client, RetryPolicy, SecretString};
 use hcloud_fake::control::{SeedNetwork, SeedServer, SeedServerBatch};
-use hcloud_fake::faults::FaultRule;
+use hcloud_fake::faults::{FaultRule, HtmlError};
 use hcloud_fake::wire::ServerStatus;
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
 use hcloud_provider::config::{AddressFamily, CacheMode};
@@ -289,4 +289,37 @@ async fn absence_is_confirmed_once_and_only_when_it_came_from_cached_data() {
         (lists_before, gets_before + 1),
         "all: absent from the snapshot, confirmed by one GET"
     );
+}
+
+/// A proxy's (or a wrong `HCLOUD_ENDPOINT`'s) "404 Not Found" page for every matching request.
+/// The fake's `html` answer is documented for 5xx; built by hand it renders any status.
+fn page_404(method: &str, path: &str) -> FaultRule {
+    let mut rule = FaultRule::html(Some(method), path, 502).times(0);
+    rule.html = Some(HtmlError { status: 404 });
+    rule
+}
+
+#[tokio::test]
+async fn a_404_page_that_is_not_the_apis_error_never_means_the_server_is_gone() {
+    let (_f, h, client) = fake().await;
+    let id = h.seed_server(&SeedServer::new("w1")).expect("seed");
+    h.inject_fault(page_404("GET", "/servers/{id}"));
+    h.inject_fault(page_404("GET", "/servers"));
+    let nodes = [node("w1", Some(&format!("hcloud://{id}"))), node("w2", Some("hcloud://99999999")), node("w1", None)];
+    for mode in [CacheMode::Off, CacheMode::One, CacheMode::All] {
+        let i = instances(Arc::new(Inventory::new(client.clone(), mode)), None);
+        for n in &nodes {
+            let name = n.metadata.name.clone().unwrap_or_default();
+            let err = i.instance_exists(n).await.expect_err("a 404 page is no answer about the server");
+            assert_eq!(err.reason(), "HcloudAPIError", "{mode:?} {name}: {err}");
+            assert!(err.to_string().contains("404 Not Found"), "{err}");
+            let err = i.instance_metadata(n).await.expect_err("no metadata either");
+            assert_ne!(err.reason(), "ServerNotFound", "{mode:?} {name}: {err}");
+        }
+    }
+    // The API's own not_found still confirms an absence.
+    h.clear_faults();
+    let i = instances(Arc::new(Inventory::new(client, CacheMode::Off)), None);
+    assert!(!i.instance_exists(&nodes[1]).await.expect("confirmed gone"));
+    assert!(i.instance_exists(&nodes[0]).await.expect("exists"));
 }

@@ -3,10 +3,11 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{Created, push_filter};
-use crate::client::{Client, Page, Target};
+use super::{Created, push_filter, selector_from_labels};
+use crate::Page;
+use crate::client::{Client, Target};
 use crate::error::Error;
-use crate::models::{Action, Certificate, CertificateId, CertificateListParams, CreateCertificateRequest};
+use crate::models::{Action, Certificate, CertificateId, CertificateListParams, CreateCertificateRequest, Labels};
 
 /// Certificate endpoints.
 #[derive(Debug, Clone, Copy)]
@@ -53,16 +54,24 @@ impl Certificates<'_> {
         self.0.all(&Target::fixed("/certificates"), "certificates", &filters(params)).await
     }
 
+    /// Every certificate carrying all of `labels` (see [`selector_from_labels`]).
+    pub async fn list_by_labels(&self, labels: &Labels) -> Result<Vec<Certificate>, Error> {
+        let params =
+            CertificateListParams { label_selector: Some(selector_from_labels(labels)?), ..Default::default() };
+        self.list_all(&params).await
+    }
+
     /// `POST /certificates` (uploaded or managed). Managed certificates come with an action
-    /// that finishes when the certificate is issued.
+    /// that finishes when the certificate is issued. Never repeated once it may have been
+    /// applied: see [`Error::OutcomeUnknown`]. The private key never appears in logs.
     pub async fn create(&self, req: &CreateCertificateRequest) -> Result<Created<Certificate>, Error> {
-        let a: CreateAnswer = self.0.json(Method::POST, &Target::fixed("/certificates"), &[], Some(req)).await?;
+        let a: CreateAnswer = self.0.json(Method::POST, &Target::create("/certificates"), &[], Some(req)).await?;
         Ok(Created { resource: a.certificate, action: a.action, next_actions: Vec::new() })
     }
 
-    /// `DELETE /certificates/{id}`.
+    /// `DELETE /certificates/{id}` (also succeeds if a retry found it already gone).
     pub async fn delete(&self, id: CertificateId) -> Result<(), Error> {
-        self.0.send::<()>(Method::DELETE, &Target::with_id("/certificates/{id}", id), &[], None).await?;
+        self.0.delete(&Target::with_id("/certificates/{id}", id)).await?;
         Ok(())
     }
 }

@@ -5,12 +5,14 @@ use std::net::IpAddr;
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 
-use super::{ActionEnvelope, Created, push_filter};
-use crate::client::{Client, Page, Target};
+use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
+use crate::Page;
+use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{
-    Action, Algorithm, AlgorithmSpec, AttachLbToNetworkRequest, CreateLoadBalancerRequest, LbService, LoadBalancer,
-    LoadBalancerId, LoadBalancerListParams, NetworkId, TargetSpec, UpdateLoadBalancerRequest, UpdateServiceRequest,
+    Action, Algorithm, AlgorithmSpec, AttachLbToNetworkRequest, CreateLoadBalancerRequest, Labels, LbService,
+    LoadBalancer, LoadBalancerId, LoadBalancerListParams, NetworkId, TargetSpec, UpdateLoadBalancerRequest,
+    UpdateServiceRequest,
 };
 
 /// Load balancer endpoints.
@@ -59,15 +61,23 @@ impl LoadBalancers<'_> {
         self.0.all(&Target::fixed("/load_balancers"), "load_balancers", &filters(params)).await
     }
 
+    /// Every load balancer carrying all of `labels` (see [`selector_from_labels`]).
+    pub async fn list_by_labels(&self, labels: &Labels) -> Result<Vec<LoadBalancer>, Error> {
+        let params =
+            LoadBalancerListParams { label_selector: Some(selector_from_labels(labels)?), ..Default::default() };
+        self.list_all(&params).await
+    }
+
     /// The load balancer with exactly this name, if any.
     pub async fn get_by_name(&self, name: &str) -> Result<Option<LoadBalancer>, Error> {
         let params = LoadBalancerListParams { name: Some(name.to_owned()), ..Default::default() };
         Ok(self.list(&params, 1, 1).await?.items.into_iter().find(|l| l.name == name))
     }
 
-    /// `POST /load_balancers`.
+    /// `POST /load_balancers`. Never repeated once it may have been applied: see
+    /// [`Error::OutcomeUnknown`]; look it up with [`LoadBalancers::list_by_labels`] then.
     pub async fn create(&self, req: &CreateLoadBalancerRequest) -> Result<Created<LoadBalancer>, Error> {
-        let a: CreateAnswer = self.0.json(Method::POST, &Target::fixed("/load_balancers"), &[], Some(req)).await?;
+        let a: CreateAnswer = self.0.json(Method::POST, &Target::create("/load_balancers"), &[], Some(req)).await?;
         Ok(Created { resource: a.load_balancer, action: a.action, next_actions: Vec::new() })
     }
 
@@ -77,9 +87,13 @@ impl LoadBalancers<'_> {
         Ok(one.load_balancer)
     }
 
-    /// `DELETE /load_balancers/{id}`.
+    /// `DELETE /load_balancers/{id}`. The API used to answer `204`; today it answers `200`
+    /// with a `delete_load_balancer` action, which this call waits for (up to the client's
+    /// deadline). Also succeeds if a retry found the load balancer already gone.
     pub async fn delete(&self, id: LoadBalancerId) -> Result<(), Error> {
-        self.0.send::<()>(Method::DELETE, &Target::with_id("/load_balancers/{id}", id), &[], None).await?;
+        if let Some(action) = self.0.delete(&Target::with_id("/load_balancers/{id}", id)).await? {
+            self.0.wait_for_action(&action, self.0.deadline()).await?;
+        }
         Ok(())
     }
 
@@ -118,11 +132,15 @@ impl LoadBalancers<'_> {
         self.action("/load_balancers/{id}/actions/add_target", id, Some(target)).await
     }
 
-    /// `remove_target` (server or IP; `use_private_ip` is ignored by the API here).
+    /// `remove_target` (server, IP or label selector; `use_private_ip` is not part of the
+    /// request: a target is identified by its server, IP or selector alone).
     pub async fn remove_target(&self, id: LoadBalancerId, target: &TargetSpec) -> Result<Action, Error> {
         let body = match target {
             TargetSpec::Server { id, .. } => serde_json::json!({ "type": "server", "server": { "id": id } }),
             TargetSpec::Ip(ip) => serde_json::json!({ "type": "ip", "ip": { "ip": ip } }),
+            TargetSpec::LabelSelector { selector, .. } => {
+                serde_json::json!({ "type": "label_selector", "label_selector": { "selector": selector } })
+            }
         };
         self.action("/load_balancers/{id}/actions/remove_target", id, Some(&body)).await
     }

@@ -3,10 +3,11 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{ActionEnvelope, Created, push_filter};
-use crate::client::{Client, Page, Target};
+use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
+use crate::Page;
+use crate::client::{Client, Target};
 use crate::error::Error;
-use crate::models::{Action, CreateNetworkRequest, Network, NetworkId, NetworkListParams, Route};
+use crate::models::{Action, CreateNetworkRequest, Labels, Network, NetworkId, NetworkListParams, Route};
 
 /// Network endpoints.
 #[derive(Debug, Clone, Copy)]
@@ -41,21 +42,28 @@ impl Networks<'_> {
         self.0.all(&Target::fixed("/networks"), "networks", &filters(params)).await
     }
 
+    /// Every network carrying all of `labels` (see [`selector_from_labels`]).
+    pub async fn list_by_labels(&self, labels: &Labels) -> Result<Vec<Network>, Error> {
+        let params = NetworkListParams { label_selector: Some(selector_from_labels(labels)?), ..Default::default() };
+        self.list_all(&params).await
+    }
+
     /// The network with exactly this name, if any.
     pub async fn get_by_name(&self, name: &str) -> Result<Option<Network>, Error> {
         let params = NetworkListParams { name: Some(name.to_owned()), ..Default::default() };
         Ok(self.list(&params, 1, 1).await?.items.into_iter().find(|n| n.name == name))
     }
 
-    /// `POST /networks`.
+    /// `POST /networks`. Never repeated once it may have been applied: see
+    /// [`Error::OutcomeUnknown`].
     pub async fn create(&self, req: &CreateNetworkRequest) -> Result<Created<Network>, Error> {
-        let one: One = self.0.json(Method::POST, &Target::fixed("/networks"), &[], Some(req)).await?;
+        let one: One = self.0.json(Method::POST, &Target::create("/networks"), &[], Some(req)).await?;
         Ok(Created { resource: one.network, action: None, next_actions: Vec::new() })
     }
 
-    /// `DELETE /networks/{id}`.
+    /// `DELETE /networks/{id}` (also succeeds if a retry found it already gone).
     pub async fn delete(&self, id: NetworkId) -> Result<(), Error> {
-        self.0.send::<()>(Method::DELETE, &Target::with_id("/networks/{id}", id), &[], None).await?;
+        self.0.delete(&Target::with_id("/networks/{id}", id)).await?;
         Ok(())
     }
 

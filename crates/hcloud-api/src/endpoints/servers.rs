@@ -3,11 +3,12 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{ActionEnvelope, Created, push_filter};
-use crate::client::{Client, Page, Target};
+use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
+use crate::Page;
+use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{
-    Action, AttachServerToNetworkRequest, CreateServerRequest, NetworkId, Server, ServerId, ServerListParams,
+    Action, AttachServerToNetworkRequest, CreateServerRequest, Labels, NetworkId, Server, ServerId, ServerListParams,
 };
 
 /// Server endpoints.
@@ -42,7 +43,8 @@ impl Servers<'_> {
         Ok(one.server)
     }
 
-    /// `GET /servers/{id}`, mapping `not_found` to `None`.
+    /// `GET /servers/{id}`, mapping `not_found` to `None`. Only the API's own `not_found`
+    /// error means absent; any other answer (e.g. a 404 page of a proxy) is an error.
     pub async fn find(&self, id: ServerId) -> Result<Option<Server>, Error> {
         match self.get(id).await {
             Ok(s) => Ok(Some(s)),
@@ -61,6 +63,12 @@ impl Servers<'_> {
         self.0.all(&Target::fixed("/servers"), "servers", &filters(params)).await
     }
 
+    /// Every server carrying all of `labels` (see [`selector_from_labels`]).
+    pub async fn list_by_labels(&self, labels: &Labels) -> Result<Vec<Server>, Error> {
+        let params = ServerListParams { label_selector: Some(selector_from_labels(labels)?), ..Default::default() };
+        self.list_all(&params).await
+    }
+
     /// The server with exactly this name, if any (`GET /servers?name=`).
     pub async fn get_by_name(&self, name: &str) -> Result<Option<Server>, Error> {
         let params = ServerListParams { name: Some(name.to_owned()), ..Default::default() };
@@ -68,17 +76,17 @@ impl Servers<'_> {
         Ok(page.items.into_iter().find(|s| s.name == name))
     }
 
-    /// `POST /servers`.
+    /// `POST /servers`. Never repeated once it may have been applied: see
+    /// [`Error::OutcomeUnknown`].
     pub async fn create(&self, req: &CreateServerRequest) -> Result<Created<Server>, Error> {
-        let a: CreateAnswer = self.0.json(Method::POST, &Target::fixed("/servers"), &[], Some(req)).await?;
+        let a: CreateAnswer = self.0.json(Method::POST, &Target::create("/servers"), &[], Some(req)).await?;
         Ok(Created { resource: a.server, action: a.action, next_actions: a.next_actions })
     }
 
-    /// `DELETE /servers/{id}`.
-    pub async fn delete(&self, id: ServerId) -> Result<Action, Error> {
-        let a: ActionEnvelope =
-            self.0.json::<_, ()>(Method::DELETE, &Target::with_id("/servers/{id}", id), &[], None).await?;
-        Ok(a.action)
+    /// `DELETE /servers/{id}`: the deleting action, or `None` if a retry found the server
+    /// already gone (an earlier attempt whose answer was lost deleted it).
+    pub async fn delete(&self, id: ServerId) -> Result<Option<Action>, Error> {
+        self.0.delete(&Target::with_id("/servers/{id}", id)).await
     }
 
     async fn action<B: serde::Serialize + ?Sized>(

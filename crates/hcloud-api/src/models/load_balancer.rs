@@ -234,6 +234,20 @@ pub struct LbTarget {
     pub label_selector: Option<SelectorRef>,
     /// Whether traffic goes to the server's private IP.
     pub use_private_ip: bool,
+    /// Health per listen port (server and ip targets).
+    pub health_status: Vec<TargetHealth>,
+    /// The servers a label-selector target currently matches.
+    pub targets: Vec<LbSelectedTarget>,
+}
+
+/// A server matched by a label-selector target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct LbSelectedTarget {
+    /// The server.
+    pub server: Option<IdRef<ServerId>>,
+    /// Whether traffic goes to the server's private IP.
+    pub use_private_ip: bool,
     /// Health per listen port.
     pub health_status: Vec<TargetHealth>,
 }
@@ -362,9 +376,36 @@ pub struct UpdateServiceRequest {
     /// New health check.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
-    /// New HTTP options.
+    /// New HTTP options; fields left `None` stay unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub http: Option<HttpOptions>,
+    pub http: Option<UpdateHttpOptions>,
+}
+
+/// HTTP options of `update_service`: `None` leaves a setting unchanged.
+///
+/// `certificates: Some(vec![])` removes every certificate (e.g. when a service changes from
+/// https to http); `None` keeps them. Redirect and sticky sessions stay as they are unless
+/// given — unlike [`HttpOptions`], whose `false` would switch them off.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UpdateHttpOptions {
+    /// Sticky-session cookie name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie_name: Option<String>,
+    /// Sticky-session cookie lifetime in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie_lifetime: Option<u32>,
+    /// Certificates (https only); `Some(vec![])` clears them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificates: Option<Vec<CertificateId>>,
+    /// Redirect HTTP to HTTPS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_http: Option<bool>,
+    /// Sticky sessions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sticky_sessions: Option<bool>,
+    /// Idle timeout in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_idle: Option<u32>,
 }
 
 /// A target to add or remove.
@@ -379,6 +420,14 @@ pub enum TargetSpec {
     },
     /// An IP.
     Ip(IpAddr),
+    /// Every server matching a label selector (resolved by the API, listed in
+    /// [`LbTarget::targets`]).
+    LabelSelector {
+        /// The selector, e.g. `k8s-cluster=prod,role=worker`.
+        selector: String,
+        /// Send traffic to the servers' private IPs.
+        use_private_ip: bool,
+    },
 }
 
 impl Serialize for TargetSpec {
@@ -394,6 +443,11 @@ impl Serialize for TargetSpec {
             TargetSpec::Ip(ip) => {
                 m.serialize_entry("type", "ip")?;
                 m.serialize_entry("ip", &IpRef { ip: *ip })?;
+            }
+            TargetSpec::LabelSelector { selector, use_private_ip } => {
+                m.serialize_entry("type", "label_selector")?;
+                m.serialize_entry("label_selector", &SelectorRef { selector: selector.clone() })?;
+                m.serialize_entry("use_private_ip", use_private_ip)?;
             }
         }
         m.end()
