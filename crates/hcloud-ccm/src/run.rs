@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use cloud_controller_manager::{Identity, Manager, logging, shutdown_on_signals};
 use controller_serving::parse_listen_address;
-use hcloud_provider::{Config, HcloudCloud, PROVIDER_NAME};
+use hcloud_provider::{ClientHooks, Config, HcloudCloud, HcloudMetrics, PROVIDER_NAME};
 
 use crate::cli::Cli;
 
@@ -72,8 +72,14 @@ pub fn main(cli: Cli) -> ExitCode {
 
 async fn run(manager: Manager, config: Config) -> anyhow::Result<()> {
     let shutdown = shutdown_on_signals();
+    let metrics = HcloudMetrics::default();
+    manager.metrics().with(|registry| metrics.register(registry));
+    // Every Hetzner request passes the manager's fence: nothing is sent while standing by or
+    // after leadership is lost.
+    let fence = manager.fence();
+    let hooks = ClientHooks { metrics: Some(metrics), gate: Some(Arc::new(move || fence.check())) };
     let cloud = tokio::select! {
-        c = HcloudCloud::connect(&config, None) => c.context("cannot start the Hetzner Cloud provider")?,
+        c = HcloudCloud::connect(&config, hooks) => c.context("cannot start the Hetzner Cloud provider")?,
         _ = shutdown.cancelled() => return Ok(()),
     };
     manager.run(Arc::new(cloud), shutdown).await?;

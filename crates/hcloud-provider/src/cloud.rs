@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use cloud_provider::{Cloud, Unsupported};
 use hcloud_api::models::{Network, NetworkId};
-use hcloud_api::{Client, ErrorCode, RequestObserver};
+use hcloud_api::{Client, ErrorCode, RequestGate};
 use secrecy::ExposeSecret;
 use tracing::{info, warn};
 
 use crate::config::{CacheMode, Config};
 use crate::instances::HcloudInstances;
 use crate::inventory::Inventory;
+use crate::metrics::HcloudMetrics;
 
 /// The provider name: the providerID prefix is `hcloud://`.
 pub const PROVIDER_NAME: &str = "hcloud";
@@ -48,6 +49,16 @@ pub enum StartupError {
     },
 }
 
+/// What the embedding program adds to the API client.
+#[derive(Default, Clone)]
+pub struct ClientHooks {
+    /// Metrics: the client's requests, provider operations, the server inventory.
+    pub metrics: Option<HcloudMetrics>,
+    /// Consulted before every request (e.g. the leader-election fence); a refusal keeps the
+    /// request from being sent.
+    pub gate: Option<RequestGate>,
+}
+
 /// The Hetzner Cloud provider.
 pub struct HcloudCloud {
     client: Client,
@@ -58,10 +69,7 @@ pub struct HcloudCloud {
 
 impl HcloudCloud {
     /// Builds the client, checks the token (`GET /locations`) and resolves `HCLOUD_NETWORK`.
-    pub async fn connect(
-        config: &Config,
-        observer: Option<Arc<dyn RequestObserver>>,
-    ) -> Result<HcloudCloud, StartupError> {
+    pub async fn connect(config: &Config, hooks: ClientHooks) -> Result<HcloudCloud, StartupError> {
         for w in &config.warnings {
             warn!("{w}");
         }
@@ -74,10 +82,13 @@ impl HcloudCloud {
         if let Some(endpoint) = &config.endpoint {
             builder = builder.endpoint(endpoint.clone());
         }
-        if let Some(o) = observer {
-            builder = builder.observer(o);
+        let metrics = hooks.metrics.unwrap_or_default();
+        builder = builder.observer(metrics.observer());
+        if let Some(gate) = hooks.gate {
+            builder = builder.gate(gate);
         }
         let client = builder.build().map_err(StartupError::Client)?;
+        metrics.watch_rate_limit(&client);
 
         match client.locations().list_all().await {
             Ok(locations) => {
@@ -97,15 +108,19 @@ impl HcloudCloud {
             info!(network = %n.name, id = %n.id, ip_range = %n.ip_range, "using private network");
         }
 
-        let inventory = Arc::new(Inventory::new(client.clone(), config.cache_mode));
-        let instances = Arc::new(HcloudInstances::new(
-            inventory.clone(),
-            network.as_ref().map(|n| n.id),
-            config.address_family,
-            config.zone_label_enabled,
-            config.cache_max_age,
-            config.lifecycle_max_age,
-        ));
+        let inventory =
+            Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
+        let instances = Arc::new(
+            HcloudInstances::new(
+                inventory.clone(),
+                network.as_ref().map(|n| n.id),
+                config.address_family,
+                config.zone_label_enabled,
+                config.cache_max_age,
+                config.lifecycle_max_age,
+            )
+            .with_metrics(metrics),
+        );
         Ok(HcloudCloud { client, network, inventory, instances })
     }
 

@@ -13,6 +13,7 @@ use tracing::debug;
 
 use crate::config::AddressFamily;
 use crate::inventory::{Inventory, Lookup};
+use crate::metrics::HcloudMetrics;
 use crate::provider_id::{ProviderId, ProviderIdError};
 
 /// Label marking nodes backed by cloud servers (`robot` for dedicated servers).
@@ -93,6 +94,7 @@ pub struct HcloudInstances {
     zone_label_enabled: bool,
     max_age: Duration,
     lifecycle_max_age: Duration,
+    metrics: HcloudMetrics,
 }
 
 impl HcloudInstances {
@@ -105,7 +107,21 @@ impl HcloudInstances {
         max_age: Duration,
         lifecycle_max_age: Duration,
     ) -> Self {
-        HcloudInstances { inventory, network, family, zone_label_enabled, max_age, lifecycle_max_age }
+        HcloudInstances {
+            inventory,
+            network,
+            family,
+            zone_label_enabled,
+            max_age,
+            lifecycle_max_age,
+            metrics: HcloudMetrics::default(),
+        }
+    }
+
+    /// Counts operations in `metrics`.
+    pub fn with_metrics(mut self, metrics: HcloudMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// How to find the node's server: by providerID, else by node name.
@@ -175,6 +191,7 @@ impl HcloudInstances {
 impl InstancesV2 for HcloudInstances {
     /// `false` only when a direct lookup confirms the server is gone; any doubt is an error.
     async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
+        self.metrics.operation("hcloud/instancesv2.InstanceExists");
         let lookup = Self::lookup_for(node)?;
         let what =
             format!("checking whether the server of node {} exists", node.metadata.name.as_deref().unwrap_or_default());
@@ -184,12 +201,14 @@ impl InstancesV2 for HcloudInstances {
     }
 
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
+        self.metrics.operation("hcloud/instancesv2.InstanceShutdown");
         let (lookup, server) = self.server(node, self.lifecycle_max_age).await?;
         let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
         Ok(server.status == ServerStatus::Off)
     }
 
     async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
+        self.metrics.operation("hcloud/instancesv2.InstanceMetadata");
         let (lookup, server) = self.server(node, self.max_age).await?;
         let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
         Ok(Some(self.metadata_for(&server)))

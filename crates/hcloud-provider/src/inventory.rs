@@ -33,12 +33,12 @@
 //! controller retrying on its own.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hcloud_api::models::{Server, ServerId, ServerListParams};
 use hcloud_api::{Client, Error, LIST_ALL_PER_PAGE};
+use prometheus_client::metrics::counter::Counter;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
@@ -53,19 +53,27 @@ pub enum Lookup {
     Name(String),
 }
 
-/// Counters of what the inventory did (for metrics and benchmarks).
-#[derive(Debug, Default)]
+/// Counters of what the inventory did (Prometheus counters, exported by [`HcloudMetrics`]).
+///
+/// [`HcloudMetrics`]: crate::HcloudMetrics
+#[derive(Debug, Default, Clone)]
 pub struct InventoryStats {
     /// Lookups answered from memory, positively or negatively.
-    pub hits: AtomicU64,
+    pub hits: Counter,
     /// Lookups that needed the API.
-    pub misses: AtomicU64,
+    pub misses: Counter,
     /// Snapshot refreshes (each is one paginated list).
-    pub lists: AtomicU64,
+    pub lists: Counter,
     /// Single-server requests.
-    pub singles: AtomicU64,
+    pub singles: Counter,
     /// Cooldowns started by transient API failures.
-    pub cooldowns: AtomicU64,
+    pub cooldowns: Counter,
+}
+
+impl InventoryStats {
+    pub(crate) fn with_counters(hits: Counter, misses: Counter, other: crate::metrics::InventoryCounters) -> Self {
+        InventoryStats { hits, misses, lists: other.lists, singles: other.singles, cooldowns: other.cooldowns }
+    }
 }
 
 struct Entry {
@@ -176,13 +184,18 @@ pub struct Inventory {
 impl Inventory {
     /// An empty inventory.
     pub fn new(client: Client, mode: CacheMode) -> Inventory {
+        Self::with_stats(client, mode, InventoryStats::default())
+    }
+
+    /// An empty inventory counting into `stats`.
+    pub fn with_stats(client: Client, mode: CacheMode, stats: InventoryStats) -> Inventory {
         Inventory {
             client,
             mode,
             health: Mutex::new(Health::default()),
             state: Mutex::new(State::default()),
             refresh: tokio::sync::Mutex::new(()),
-            stats: InventoryStats::default(),
+            stats,
         }
     }
 
@@ -218,20 +231,20 @@ impl Inventory {
         if let Some(pin) = self.lock().pinned.remove(lookup)
             && pin.at.elapsed() <= max_age.min(PIN_TTL)
         {
-            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            self.stats.hits.inc();
             return Ok((pin.server, pin.source));
         }
         match self.mode {
             CacheMode::Off => {
-                self.stats.misses.fetch_add(1, Ordering::Relaxed);
+                self.stats.misses.inc();
                 Ok((self.single(lookup).await?.map(Arc::new), Source::Direct))
             }
             CacheMode::One => {
                 if let Some(e) = self.lock().find(lookup).filter(|e| e.fetched.elapsed() <= max_age) {
-                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                    self.stats.hits.inc();
                     return Ok((Some(e.server.clone()), Source::Cached));
                 }
-                self.stats.misses.fetch_add(1, Ordering::Relaxed);
+                self.stats.misses.inc();
                 Ok((self.fetch_single_and_store(lookup).await?, Source::Direct))
             }
             CacheMode::All => self.get_all_mode(lookup, max_age).await,
@@ -243,16 +256,16 @@ impl Inventory {
             let s = self.lock();
             let entry = s.find(lookup);
             if let Some(e) = entry.filter(|e| e.fetched.elapsed() <= max_age) {
-                self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                self.stats.hits.inc();
                 return Ok((Some(e.server.clone()), Source::Cached));
             }
             if entry.is_none() && s.snapshot_fresh(max_age) {
-                self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                self.stats.hits.inc();
                 return Ok((None, Source::Cached));
             }
             (entry.is_some(), s.generation)
         };
-        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        self.stats.misses.inc();
         if known {
             return Ok((self.fetch_single_and_store(lookup).await?, Source::Direct));
         }
@@ -381,7 +394,7 @@ impl Inventory {
                 let cooldown = Duration::from_secs(1).saturating_mul(1 << (h.failures - 1).min(5)).min(MAX_COOLDOWN);
                 h.until = Some(Instant::now() + cooldown);
                 h.last_error = e.to_string();
-                self.stats.cooldowns.fetch_add(1, Ordering::Relaxed);
+                self.stats.cooldowns.inc();
             }
             Err(_) => {}
         }
@@ -398,7 +411,7 @@ impl Inventory {
         let result = self.client.servers().list_all(&ServerListParams::default()).await;
         self.record(&result);
         let servers = result?;
-        self.stats.lists.fetch_add(1, Ordering::Relaxed);
+        self.stats.lists.inc();
         let mut s = self.lock();
         s.servers.clear();
         s.names.clear();
@@ -417,7 +430,7 @@ impl Inventory {
             Lookup::Id(_) => "GET /servers/{id}",
             Lookup::Name(_) => "GET /servers?name=",
         })?;
-        self.stats.singles.fetch_add(1, Ordering::Relaxed);
+        self.stats.singles.inc();
         let result = match lookup {
             Lookup::Id(id) => self.client.servers().find(*id).await,
             Lookup::Name(name) => self.client.servers().get_by_name(name).await,

@@ -19,10 +19,12 @@ pub mod cloud;
 pub mod config;
 pub mod instances;
 pub mod inventory;
+pub mod metrics;
 pub mod provider_id;
 
-pub use cloud::{HcloudCloud, PROVIDER_NAME, StartupError};
+pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
 pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
 pub use instances::HcloudInstances;
 pub use inventory::{Inventory, Lookup};
+pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};

@@ -1,0 +1,202 @@
+//! The provider's Prometheus metrics, with the official CCM's names where they exist so its
+//! dashboards keep working:
+//!
+//! - `hcloud_api_requests_total{code,method,api_endpoint}`, `hcloud_api_request_duration_seconds{method}`
+//!   and `hcloud_api_in_flight_requests` (hcloud-go's instrumentation), fed by the client's
+//!   observer hooks; exchanges without a status (transport failures) are not counted, as in
+//!   hcloud-go;
+//! - `cloud_controller_manager_operations_total{op}` (one per provider call, e.g.
+//!   `hcloud/instancesv2.InstanceExists`);
+//! - `cloud_controller_manager_server_cache_requests_total{subsystem,mode,result}` (server
+//!   lookups answered from memory or not);
+//!
+//! and ours: the project's API budget as the API reports it (`hcloud_api_ratelimit_limit`,
+//! `hcloud_api_ratelimit_remaining`) and what the shared server inventory did
+//! (`hcloud_ccm_inventory_{lists,single_requests,cooldowns}_total`).
+
+use std::sync::{Arc, OnceLock};
+
+use hcloud_api::{Client, RequestEvent, RequestObserver, RequestStart};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::config::CacheMode;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    code: String,
+    method: String,
+    api_endpoint: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    method: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    subsystem: &'static str,
+    mode: &'static str,
+    result: &'static str,
+}
+
+fn request_duration() -> Histogram {
+    // Prometheus' default buckets, as hcloud-go's histogram uses.
+    Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
+}
+
+/// The provider's metrics. Cheap to clone; clones share the values.
+#[derive(Clone)]
+pub struct HcloudMetrics {
+    requests: Family<RequestLabels, Counter>,
+    duration: Family<MethodLabels, Histogram, fn() -> Histogram>,
+    in_flight: Gauge,
+    operations: Family<OpLabels, Counter>,
+    cache: Family<CacheLabels, Counter>,
+    ratelimit_limit: Gauge,
+    ratelimit_remaining: Gauge,
+    inventory: InventoryCounters,
+    /// The client whose `RateLimit-*` headers the gauges show (set once it exists).
+    client: Arc<OnceLock<Client>>,
+}
+
+/// What the inventory counts besides cache hits and misses.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InventoryCounters {
+    pub lists: Counter,
+    pub singles: Counter,
+    pub cooldowns: Counter,
+}
+
+impl Default for HcloudMetrics {
+    fn default() -> Self {
+        HcloudMetrics {
+            requests: Family::default(),
+            duration: Family::new_with_constructor(request_duration),
+            in_flight: Gauge::default(),
+            operations: Family::default(),
+            cache: Family::default(),
+            ratelimit_limit: Gauge::default(),
+            ratelimit_remaining: Gauge::default(),
+            inventory: InventoryCounters::default(),
+            client: Arc::default(),
+        }
+    }
+}
+
+impl HcloudMetrics {
+    /// Registers every metric in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "hcloud_api_requests",
+            "A counter for requests to the Hetzner Cloud API, by status code, method and endpoint",
+            self.requests.clone(),
+        );
+        registry.register_with_unit(
+            "hcloud_api_request_duration",
+            "A histogram of request latencies to the Hetzner Cloud API",
+            Unit::Seconds,
+            self.duration.clone(),
+        );
+        registry.register(
+            "hcloud_api_in_flight_requests",
+            "A gauge of in-flight requests to the Hetzner Cloud API",
+            self.in_flight.clone(),
+        );
+        registry.register(
+            "hcloud_api_ratelimit_limit",
+            "The project's request budget per hour, as the API last reported it (RateLimit-Limit)",
+            self.ratelimit_limit.clone(),
+        );
+        registry.register(
+            "hcloud_api_ratelimit_remaining",
+            "Requests left in the project's budget, as the API last reported it (RateLimit-Remaining)",
+            self.ratelimit_remaining.clone(),
+        );
+        registry.register(
+            "cloud_controller_manager_operations",
+            "Provider operations called, by operation",
+            self.operations.clone(),
+        );
+        registry.register(
+            "cloud_controller_manager_server_cache_requests",
+            "Server lookups by subsystem, cache mode and result (hit: answered from memory)",
+            self.cache.clone(),
+        );
+        registry.register(
+            "hcloud_ccm_inventory_lists",
+            "Paginated server lists (snapshot refreshes) of the shared server inventory",
+            self.inventory.lists.clone(),
+        );
+        registry.register(
+            "hcloud_ccm_inventory_single_requests",
+            "Single-server requests of the shared server inventory",
+            self.inventory.singles.clone(),
+        );
+        registry.register(
+            "hcloud_ccm_inventory_cooldowns",
+            "Cooldowns the shared server inventory started after transient API failures",
+            self.inventory.cooldowns.clone(),
+        );
+    }
+
+    /// The observer to give the API client.
+    pub fn observer(&self) -> Arc<dyn RequestObserver> {
+        Arc::new(self.clone())
+    }
+
+    /// Shows `client`'s rate-limit headers in the rate-limit gauges.
+    pub(crate) fn watch_rate_limit(&self, client: &Client) {
+        let _ = self.client.set(client.clone());
+    }
+
+    /// Counts a provider operation (`cloud_controller_manager_operations_total{op}`).
+    pub(crate) fn operation(&self, op: &'static str) {
+        self.operations.get_or_create(&OpLabels { op }).inc();
+    }
+
+    /// The counters of a server inventory in `mode`: hits and misses of subsystem `instances`.
+    pub(crate) fn inventory(&self, mode: CacheMode) -> crate::inventory::InventoryStats {
+        let mode = match mode {
+            CacheMode::All => "all",
+            CacheMode::One => "one",
+            CacheMode::Off => "off",
+        };
+        let counter = |result| self.cache.get_or_create(&CacheLabels { subsystem: "instances", mode, result }).clone();
+        crate::inventory::InventoryStats::with_counters(counter("hit"), counter("miss"), self.inventory.clone())
+    }
+}
+
+impl RequestObserver for HcloudMetrics {
+    fn started(&self, _: &RequestStart<'_>) {
+        self.in_flight.inc();
+    }
+
+    fn observe(&self, event: &RequestEvent<'_>) {
+        self.in_flight.dec();
+        let Some(status) = event.status else { return };
+        let method = event.method_label();
+        self.requests
+            .get_or_create(&RequestLabels {
+                code: status.to_string(),
+                method: method.clone(),
+                api_endpoint: event.api_endpoint.to_owned(),
+            })
+            .inc();
+        self.duration.get_or_create(&MethodLabels { method }).observe(event.duration.as_secs_f64());
+        if let Some(rl) = self.client.get().and_then(Client::rate_limit) {
+            self.ratelimit_limit.set(i64::from(rl.limit));
+            self.ratelimit_remaining.set(i64::from(rl.remaining));
+        }
+    }
+}
