@@ -65,6 +65,8 @@ async fn uploaded_and_managed_certificates() {
         ),
         (json!({"name": "x", "certificate": PEM}), "private_key"),
         (json!({"name": "x", "type": "managed"}), "domain_names"),
+        // A dNSName is ASCII: internationalized names go in punycode.
+        (json!({"name": "x", "type": "managed", "domain_names": ["bücher.example"]}), "domain_names"),
     ] {
         let r = fx.post("/certificates", body).await;
         assert_eq!(r.code(), "invalid_input");
