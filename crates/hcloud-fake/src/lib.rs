@@ -62,7 +62,6 @@ pub mod pagination;
 pub mod query;
 pub mod rate_limit;
 mod server;
-pub mod sha256;
 mod state;
 mod time;
 pub mod wire;

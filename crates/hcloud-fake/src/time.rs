@@ -31,7 +31,9 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, u32::try_from(m).unwrap_or(1), u32::try_from(d).unwrap_or(1))
 }
 
-/// Days since 1970-01-01 of a civil date (inverse of `civil_from_days`).
+/// Days since 1970-01-01 of a civil date (inverse of `civil_from_days`). Tests write known
+/// dates with it; the fake itself only formats.
+#[cfg(test)]
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -43,12 +45,14 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// Unix seconds of a UTC civil time.
+#[cfg(test)]
 pub(crate) fn unix_from_civil(y: i64, m: u32, d: u32, hh: u32, mm: u32, ss: u32) -> i64 {
     days_from_civil(y, m, d) * 86_400 + i64::from(hh) * 3600 + i64::from(mm) * 60 + i64::from(ss)
 }
 
 /// The UTC civil time of unix seconds: (year, month, day, hour, minute, second).
-pub(crate) fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+#[cfg(test)]
+fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
     // rem < 86400, so every part fits in u32.

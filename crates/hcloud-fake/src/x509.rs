@@ -1,18 +1,32 @@
-//! Just enough X.509 for certificates as the API serves them: read an uploaded PEM (domain
-//! names, validity, SHA-256 fingerprint, as the API does) and write the certificate a
-//! managed issuance produces.
+//! Certificates as the API serves them: read an uploaded PEM (domain names, validity and
+//! SHA-256 fingerprint, as the API does) and issue the certificate of a managed certificate.
 //!
-//! Reading walks the DER of the first `CERTIFICATE` block: the subject alternative names
-//! (`dNSName`s, in order; the subject's common name when there are none), `notBefore` and
-//! `notAfter` (UTCTime or GeneralizedTime), and the SHA-256 of the DER. Nothing is verified:
-//! signatures, chains and keys are not the fake's business.
+//! Reading takes the first `CERTIFICATE` section of the PEM text (other sections and text
+//! between them are skipped; `rustls-pki-types`), decodes its DER as an X.509 certificate
+//! (`x509-cert`, strict DER) and takes the subject alternative names (`dNSName`s, in order;
+//! the subject's common name when there are none), `notBefore` and `notAfter`, and the
+//! SHA-256 of the DER (`aws-lc-rs`). Nothing is verified: signatures, chains and keys are not
+//! the fake's business.
 //!
-//! Writing produces a structurally valid v3 certificate (DER, then PEM) with the domain names
-//! as common name and subject alternative names and the given validity. Its key and signature
-//! are made-up bytes: it parses, it does not verify.
+//! Issuing (`rcgen`) signs a v3 certificate with the domain names as subject alternative
+//! names (`dNSName`s, in order) and the first one as common name, the given serial number and
+//! validity. Its issuer, `CN=hcloud-fake issuer`, is an ECDSA P-256 key made for the occasion,
+//! as is the certificate's own key: the certificate is well-formed and its signature real,
+//! but nothing chains to it and both private keys are dropped.
 
-use crate::sha256;
-use crate::time::{civil_from_unix, unix_from_civil};
+use aws_lc_rs::digest::{SHA256, digest};
+use rcgen::string::Ia5String;
+use rcgen::{CertificateParams, DistinguishedName, DnType, Issuer, KeyPair, SanType, SerialNumber};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::{self, PemObject};
+use time::OffsetDateTime;
+use x509_cert::Certificate;
+use x509_cert::der::Decode;
+use x509_cert::der::oid::ObjectIdentifier;
+use x509_cert::ext::pkix::SubjectAltName;
+use x509_cert::ext::pkix::name::GeneralName;
+use x509_cert::name::Name;
+use x509_cert::time::Time;
 
 /// What the API reads from an uploaded certificate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,328 +41,122 @@ pub struct CertificateInfo {
     pub fingerprint: String,
 }
 
-const TAG_INTEGER: u8 = 0x02;
-const TAG_BIT_STRING: u8 = 0x03;
-const TAG_OCTET_STRING: u8 = 0x04;
-const TAG_OID: u8 = 0x06;
-const TAG_UTF8: u8 = 0x0c;
-const TAG_UTC_TIME: u8 = 0x17;
-const TAG_GENERALIZED_TIME: u8 = 0x18;
-const TAG_SEQUENCE: u8 = 0x30;
-const TAG_SET: u8 = 0x31;
-const TAG_VERSION: u8 = 0xa0;
-const TAG_EXTENSIONS: u8 = 0xa3;
-const TAG_DNS_NAME: u8 = 0x82;
+/// `id-at-commonName` (2.5.4.3).
+const COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
 
-const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-const OID_SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
-const OID_ECDSA_SHA256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
-const OID_EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
-const OID_PRIME256V1: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+/// Common name of the issuer of issued certificates.
+const ISSUER_NAME: &str = "hcloud-fake issuer";
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// Common name of an issued certificate without domain names.
+const NO_DOMAIN_SUBJECT: &str = "hcloud-fake";
 
-fn b64_value(c: u8) -> Option<u32> {
-    B64.iter().position(|&b| b == c).and_then(|p| u32::try_from(p).ok())
+/// The DER of the first `CERTIFICATE` section of a PEM text.
+fn first_certificate_der(pem: &str) -> Result<CertificateDer<'static>, String> {
+    CertificateDer::from_pem_slice(pem.as_bytes()).map_err(|e| match e {
+        pem::Error::NoItemsFound => "no -----BEGIN CERTIFICATE----- section".to_owned(),
+        pem::Error::MissingSectionEnd { .. } => "a PEM section has no -----END line".to_owned(),
+        pem::Error::IllegalSectionStart { .. } => "malformed -----BEGIN line".to_owned(),
+        pem::Error::Base64Decode(e) => format!("the certificate section is not base64 ({e})"),
+        other => other.to_string(),
+    })
 }
 
-/// Decodes standard base64 (whitespace ignored, `=` padding optional).
-fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
-    let chars: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    let body = chars.iter().position(|&b| b == b'=').map_or(&chars[..], |p| &chars[..p]);
-    if chars[body.len()..].iter().any(|&b| b != b'=') {
-        return Err("base64 padding in the middle".to_owned());
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    for chunk in body.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            let v = b64_value(c).ok_or_else(|| format!("'{}' is not base64", char::from(c)))?;
-            acc |= v << (18 - 6 * i);
-        }
-        let bytes = acc.to_be_bytes();
-        match chunk.len() {
-            4 => out.extend_from_slice(&bytes[1..4]),
-            3 => out.extend_from_slice(&bytes[1..3]),
-            2 => out.push(bytes[1]),
-            _ => return Err("truncated base64".to_owned()),
-        }
-    }
-    Ok(out)
+/// The first common name of `name` (its bytes as UTF-8, whatever the string type).
+fn common_name(name: &Name) -> Option<String> {
+    name.iter().find(|atv| atv.oid == COMMON_NAME).map(|atv| String::from_utf8_lossy(atv.value.value()).into_owned())
 }
 
-fn base64_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let mut b = [0u8; 3];
-        b[..chunk.len()].copy_from_slice(chunk);
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                // The index is 6 bits wide.
-                out.push(char::from(B64[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// The DER of the first `CERTIFICATE` block of a PEM text.
-fn first_certificate_der(pem: &str) -> Result<Vec<u8>, String> {
-    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
-    const END: &str = "-----END CERTIFICATE-----";
-    let start = pem.find(BEGIN).ok_or("no -----BEGIN CERTIFICATE----- block")? + BEGIN.len();
-    let len = pem[start..].find(END).ok_or("no -----END CERTIFICATE----- line")?;
-    let der = base64_decode(&pem[start..start + len])?;
-    if der.is_empty() {
-        return Err("empty certificate block".to_owned());
-    }
-    Ok(der)
-}
-
-/// A DER reader over one level of TLVs.
-struct Der<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Der<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Self { rest: bytes }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.rest.is_empty()
-    }
-
-    fn peek_tag(&self) -> Option<u8> {
-        self.rest.first().copied()
-    }
-
-    /// The next TLV: (tag, value).
-    fn next(&mut self) -> Result<(u8, &'a [u8]), String> {
-        let (&tag, rest) = self.rest.split_first().ok_or("unexpected end of DER")?;
-        let (&first, mut rest) = rest.split_first().ok_or("missing DER length")?;
-        let len = if first < 0x80 {
-            usize::from(first)
-        } else {
-            let n = usize::from(first & 0x7f);
-            if n == 0 || n > 4 || rest.len() < n {
-                return Err("unsupported DER length".to_owned());
-            }
-            let len = rest[..n].iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
-            rest = &rest[n..];
-            len
-        };
-        if rest.len() < len {
-            return Err("DER value longer than its container".to_owned());
-        }
-        let (value, after) = rest.split_at(len);
-        self.rest = after;
-        Ok((tag, value))
-    }
-
-    fn expect(&mut self, tag: u8, what: &str) -> Result<&'a [u8], String> {
-        let (t, v) = self.next()?;
-        if t != tag {
-            return Err(format!("expected {what} (tag {tag:#04x}), found tag {t:#04x}"));
-        }
-        Ok(v)
-    }
-}
-
-fn digits(s: &[u8], what: &str) -> Result<u32, String> {
-    std::str::from_utf8(s).ok().and_then(|t| t.parse().ok()).ok_or_else(|| format!("bad {what} in a certificate time"))
-}
-
-/// UTCTime `YYMMDDHHMMSSZ` or GeneralizedTime `YYYYMMDDHHMMSSZ` to unix seconds.
-fn parse_time(tag: u8, v: &[u8]) -> Result<i64, String> {
-    let (year, rest) = match tag {
-        TAG_UTC_TIME if v.len() == 13 => {
-            let yy = i64::from(digits(&v[..2], "year")?);
-            (if yy >= 50 { 1900 + yy } else { 2000 + yy }, &v[2..])
-        }
-        TAG_GENERALIZED_TIME if v.len() == 15 => (i64::from(digits(&v[..4], "year")?), &v[4..]),
-        _ => return Err("unsupported certificate time format".to_owned()),
+/// The `dNSName`s of the first subject alternative name extension, in order.
+fn dns_names(cert: &Certificate) -> Result<Vec<String>, String> {
+    let Some(san) = cert.tbs_certificate().filter_extensions::<SubjectAltName>().next() else {
+        return Ok(Vec::new());
     };
-    if rest.last() != Some(&b'Z') {
-        return Err("certificate times must be UTC (Z)".to_owned());
-    }
-    let f = |i: usize, what: &str| digits(&rest[i..i + 2], what);
-    Ok(unix_from_civil(year, f(0, "month")?, f(2, "day")?, f(4, "hour")?, f(6, "minute")?, f(8, "second")?))
+    let (_critical, SubjectAltName(names)) = san.map_err(|e| format!("bad subject alternative names: {e}"))?;
+    Ok(names
+        .iter()
+        .filter_map(|n| match n {
+            GeneralName::DnsName(dns) => Some(dns.to_string()),
+            _ => None,
+        })
+        .collect())
 }
 
-fn common_name(name: &[u8]) -> Result<Option<String>, String> {
-    let mut rdns = Der::new(name);
-    while !rdns.is_empty() {
-        let mut set = Der::new(rdns.expect(TAG_SET, "a relative distinguished name")?);
-        while !set.is_empty() {
-            let mut atv = Der::new(set.expect(TAG_SEQUENCE, "an attribute")?);
-            let oid = atv.expect(TAG_OID, "an attribute type")?;
-            let (_, value) = atv.next()?;
-            if oid == OID_COMMON_NAME {
-                return Ok(Some(String::from_utf8_lossy(value).into_owned()));
-            }
-        }
-    }
-    Ok(None)
+fn unix_seconds(t: Time, what: &str) -> Result<i64, String> {
+    i64::try_from(t.to_unix_duration().as_secs()).map_err(|_| format!("{what} is out of range"))
 }
 
-fn dns_names(extensions: &[u8]) -> Result<Vec<String>, String> {
-    let mut list = Der::new(Der::new(extensions).expect(TAG_SEQUENCE, "extensions")?);
-    while !list.is_empty() {
-        let mut ext = Der::new(list.expect(TAG_SEQUENCE, "an extension")?);
-        let oid = ext.expect(TAG_OID, "an extension id")?;
-        if ext.peek_tag() == Some(0x01) {
-            ext.next()?; // critical
-        }
-        let value = ext.expect(TAG_OCTET_STRING, "an extension value")?;
-        if oid == OID_SUBJECT_ALT_NAME {
-            let mut names = Der::new(Der::new(value).expect(TAG_SEQUENCE, "subject alternative names")?);
-            let mut out = Vec::new();
-            while !names.is_empty() {
-                let (tag, v) = names.next()?;
-                if tag == TAG_DNS_NAME {
-                    out.push(String::from_utf8_lossy(v).into_owned());
-                }
-            }
-            return Ok(out);
-        }
-    }
-    Ok(Vec::new())
-}
-
+/// SHA-256 of `der`, lower-case hex pairs joined by `:`.
 fn fingerprint(der: &[u8]) -> String {
-    sha256::digest(der).iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    digest(&SHA256, der).as_ref().iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
 /// Reads the first certificate of a PEM text (see the module docs).
 pub fn read_pem(pem: &str) -> Result<CertificateInfo, String> {
     let der = first_certificate_der(pem)?;
-    let mut cert = Der::new(Der::new(&der).expect(TAG_SEQUENCE, "a certificate")?);
-    let mut tbs = Der::new(cert.expect(TAG_SEQUENCE, "the signed part of a certificate")?);
-    if tbs.peek_tag() == Some(TAG_VERSION) {
-        tbs.next()?;
-    }
-    tbs.expect(TAG_INTEGER, "a serial number")?;
-    tbs.expect(TAG_SEQUENCE, "a signature algorithm")?;
-    tbs.expect(TAG_SEQUENCE, "an issuer")?;
-    let mut validity = Der::new(tbs.expect(TAG_SEQUENCE, "a validity")?);
-    let (t1, v1) = validity.next()?;
-    let (t2, v2) = validity.next()?;
-    let subject = tbs.expect(TAG_SEQUENCE, "a subject")?;
-    tbs.expect(TAG_SEQUENCE, "a public key")?;
-    let mut names = Vec::new();
-    while !tbs.is_empty() {
-        let (tag, v) = tbs.next()?;
-        if tag == TAG_EXTENSIONS {
-            names = dns_names(v)?;
-        }
-    }
-    if names.is_empty()
-        && let Some(cn) = common_name(subject)?
+    let cert = Certificate::from_der(&der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    let mut domain_names = dns_names(&cert)?;
+    if domain_names.is_empty()
+        && let Some(cn) = common_name(cert.tbs_certificate().subject())
     {
-        names.push(cn);
+        domain_names.push(cn);
     }
+    let validity = cert.tbs_certificate().validity();
     Ok(CertificateInfo {
-        domain_names: names,
-        not_valid_before: parse_time(t1, v1)?,
-        not_valid_after: parse_time(t2, v2)?,
+        domain_names,
+        not_valid_before: unix_seconds(validity.not_before, "notBefore")?,
+        not_valid_after: unix_seconds(validity.not_after, "notAfter")?,
         fingerprint: fingerprint(&der),
     })
 }
 
-fn tlv(tag: u8, value: &[u8]) -> Vec<u8> {
-    let mut out = vec![tag];
-    let len = value.len();
-    if len < 0x80 {
-        // Checked: below 0x80.
-        out.push(len as u8);
-    } else {
-        let bytes = (len as u32).to_be_bytes();
-        let skip = bytes.iter().position(|&b| b != 0).unwrap_or(3);
-        // At most 4 length bytes follow.
-        out.push(0x80 | (4 - skip) as u8);
-        out.extend_from_slice(&bytes[skip..]);
-    }
-    out.extend_from_slice(value);
-    out
+fn common_name_only(cn: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    dn
 }
 
-fn seq(parts: &[Vec<u8>]) -> Vec<u8> {
-    tlv(TAG_SEQUENCE, &parts.concat())
-}
-
-fn time(secs: i64) -> Vec<u8> {
-    let (y, m, d, hh, mm, ss) = civil_from_unix(secs);
-    if (1950..2050).contains(&y) {
-        tlv(TAG_UTC_TIME, format!("{:02}{m:02}{d:02}{hh:02}{mm:02}{ss:02}Z", y % 100).as_bytes())
-    } else {
-        tlv(TAG_GENERALIZED_TIME, format!("{y:04}{m:02}{d:02}{hh:02}{mm:02}{ss:02}Z").as_bytes())
-    }
-}
-
-fn name(cn: &str) -> Vec<u8> {
-    seq(&[tlv(TAG_SET, &seq(&[tlv(TAG_OID, OID_COMMON_NAME), tlv(TAG_UTF8, cn.as_bytes())]))])
+/// A certificate time, within the years the reader accepts (1970..=9999).
+fn time(secs: i64, what: &str) -> Result<OffsetDateTime, String> {
+    OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .filter(|t| (1970..=9999).contains(&t.year()))
+        .ok_or_else(|| format!("{what} ({secs}) is outside the years 1970 to 9999"))
 }
 
 /// A PEM certificate for `domains` valid from `not_before` to `not_after` (unix seconds),
-/// with `serial` as its serial number (see the module docs).
-pub fn issue_pem(domains: &[String], serial: u64, not_before: i64, not_after: i64) -> String {
-    let subject = domains.first().map_or("hcloud-fake", String::as_str);
-    let seed = sha256::digest(format!("{serial}:{}", domains.join(",")).as_bytes());
-    let mut point = vec![0x00, 0x04];
-    point.extend_from_slice(&seed);
-    point.extend_from_slice(&sha256::digest(&seed));
-    let algorithm = seq(&[tlv(TAG_OID, OID_ECDSA_SHA256)]);
-    let sans: Vec<u8> = domains.iter().flat_map(|d| tlv(TAG_DNS_NAME, d.as_bytes())).collect();
-    let san_ext = seq(&[tlv(TAG_OID, OID_SUBJECT_ALT_NAME), tlv(TAG_OCTET_STRING, &tlv(TAG_SEQUENCE, &sans))]);
-    let mut serial_bytes = vec![0x00];
-    serial_bytes.extend_from_slice(&serial.to_be_bytes());
-    let tbs = seq(&[
-        tlv(TAG_VERSION, &tlv(TAG_INTEGER, &[0x02])),
-        tlv(TAG_INTEGER, &serial_bytes),
-        algorithm.clone(),
-        name("hcloud-fake issuer"),
-        seq(&[time(not_before), time(not_after)]),
-        name(subject),
-        seq(&[seq(&[tlv(TAG_OID, OID_EC_PUBLIC_KEY), tlv(TAG_OID, OID_PRIME256V1)]), tlv(TAG_BIT_STRING, &point)]),
-        tlv(TAG_EXTENSIONS, &seq(&[san_ext])),
-    ]);
-    let sig_seed = sha256::digest(&tbs);
-    let mut r = vec![0x00];
-    r.extend_from_slice(&sig_seed);
-    let signature = seq(&[tlv(TAG_INTEGER, &r), tlv(TAG_INTEGER, &r)]);
-    let mut sig_bits = vec![0x00];
-    sig_bits.extend_from_slice(&signature);
-    let der = seq(&[tbs, algorithm, tlv(TAG_BIT_STRING, &sig_bits)]);
-    let b64 = base64_encode(&der);
-    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        pem.push_str(&String::from_utf8_lossy(line));
-        pem.push('\n');
-    }
-    pem.push_str("-----END CERTIFICATE-----\n");
-    pem
+/// with `serial` as its serial number (see the module docs). Fails for a domain name that is
+/// not ASCII (a `dNSName` is an IA5String) and for times outside the years 1970 to 9999.
+pub fn issue_pem(domains: &[String], serial: u64, not_before: i64, not_after: i64) -> Result<String, String> {
+    let mut params = CertificateParams::default();
+    params.serial_number = Some(SerialNumber::from(serial));
+    params.not_before = time(not_before, "not_before")?;
+    params.not_after = time(not_after, "not_after")?;
+    params.distinguished_name = common_name_only(domains.first().map_or(NO_DOMAIN_SUBJECT, String::as_str));
+    // Built by hand: `CertificateParams::new` would turn names that look like IP addresses
+    // into `iPAddress` entries.
+    params.subject_alt_names = domains
+        .iter()
+        .map(|d| {
+            Ia5String::try_from(d.as_str())
+                .map(SanType::DnsName)
+                .map_err(|_| format!("domain name '{d}' is not ASCII (internationalized names go in punycode)"))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut issuer_params = CertificateParams::default();
+    issuer_params.distinguished_name = common_name_only(ISSUER_NAME);
+    let key_error = |e: rcgen::Error| format!("generating a key: {e}");
+    let issuer = Issuer::new(issuer_params, KeyPair::generate().map_err(key_error)?);
+    let key = KeyPair::generate().map_err(key_error)?;
+    let cert = params.signed_by(&key, &issuer).map_err(|e| format!("signing the certificate: {e}"))?;
+    Ok(cert.pem())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::unix_from_civil;
 
     const FIXTURE: &str = include_str!("../tests/fixtures/test-only-cert.pem");
-
-    #[test]
-    fn base64_round_trip() {
-        for data in [&b""[..], b"f", b"fo", b"foo", b"foob", b"fooba", b"foobar"] {
-            let enc = base64_encode(data);
-            assert_eq!(base64_decode(&enc).as_deref(), Ok(data), "{enc}");
-        }
-        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
-        assert_eq!(base64_encode(b"fo"), "Zm8=");
-        assert!(base64_decode("Zm9v!").is_err());
-    }
 
     #[test]
     fn reads_the_fixture_like_openssl() {
@@ -364,24 +172,81 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_first_certificate_among_other_sections() {
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+        let other = issue_pem(&["other.example.com".to_owned()], 7, 0, 86_400).unwrap_or_else(|e| panic!("{e}"));
+        let text = format!("leading text\n{key}{FIXTURE}{other}");
+        assert_eq!(read_pem(&text), read_pem(FIXTURE));
+    }
+
+    fn issued(domains: &[&str], serial: u64, from: i64, to: i64) -> (String, Certificate) {
+        let domains: Vec<String> = domains.iter().map(|&d| d.to_owned()).collect();
+        let pem = issue_pem(&domains, serial, from, to).unwrap_or_else(|e| panic!("{e}"));
+        let der = first_certificate_der(&pem).unwrap_or_else(|e| panic!("{e}"));
+        let cert = Certificate::from_der(&der).unwrap_or_else(|e| panic!("{e}"));
+        (pem, cert)
+    }
+
+    #[test]
     fn issued_certificates_read_back() {
-        let domains = vec!["a.example.com".to_owned(), "b.example.com".to_owned()];
+        let domains = ["a.example.com", "b.example.com"];
         // One time before 2050 (UTCTime), one after (GeneralizedTime).
         let (from, to) = (unix_from_civil(2026, 1, 2, 3, 4, 5), unix_from_civil(2051, 6, 7, 8, 9, 10));
-        let pem = issue_pem(&domains, 40_001, from, to);
+        let (pem, cert) = issued(&domains, 40_001, from, to);
         let info = read_pem(&pem).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((info.domain_names, info.not_valid_before, info.not_valid_after), (domains.clone(), from, to));
-        let der = first_certificate_der(&pem).unwrap_or_default();
+        assert_eq!(
+            (info.domain_names, info.not_valid_before, info.not_valid_after),
+            (domains.map(String::from).to_vec(), from, to)
+        );
+        let der = first_certificate_der(&pem).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(info.fingerprint, fingerprint(&der));
         assert!(pem.lines().all(|l| l.len() <= 64));
-        assert_ne!(issue_pem(&domains, 40_002, from, to), pem, "the serial is part of the certificate");
+        let tbs = cert.tbs_certificate();
+        // A positive INTEGER: 40001 is 0x9c41, so DER puts a zero byte before it.
+        assert_eq!(tbs.serial_number().as_bytes(), [0x00, 0x9c, 0x41], "the serial is the one given");
+        assert_eq!(common_name(tbs.subject()).as_deref(), Some("a.example.com"));
+        assert_eq!(common_name(tbs.issuer()).as_deref(), Some(ISSUER_NAME));
+        assert!(matches!(tbs.validity().not_before, Time::UtcTime(_)));
+        assert!(matches!(tbs.validity().not_after, Time::GeneralTime(_)));
+        let (other, _) = issued(&domains, 40_002, from, to);
+        assert_ne!(other, pem);
+    }
+
+    #[test]
+    fn issued_names_stay_dns_names() {
+        // Names that look like IP addresses are still dNSNames; no names: the default subject.
+        let (pem, _) = issued(&["10.0.0.1", "*.example.com"], 1, 0, 86_400);
+        assert_eq!(read_pem(&pem).map(|i| i.domain_names), Ok(vec!["10.0.0.1".to_owned(), "*.example.com".to_owned()]));
+        let (pem, cert) = issued(&[], 1, 0, 86_400);
+        assert_eq!(read_pem(&pem).map(|i| i.domain_names), Ok(vec![NO_DOMAIN_SUBJECT.to_owned()]));
+        assert_eq!(dns_names(&cert), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn issuing_refuses_what_a_certificate_cannot_carry() {
+        let err = issue_pem(&["bücher.example".to_owned()], 1, 0, 86_400).err().unwrap_or_default();
+        assert!(err.contains("'bücher.example' is not ASCII"), "{err}");
+        let err = issue_pem(&["a.example".to_owned()], 1, 0, i64::MAX).err().unwrap_or_default();
+        assert!(err.contains("not_after"), "{err}");
+        let err = issue_pem(&["a.example".to_owned()], 1, -1, 0).err().unwrap_or_default();
+        assert!(err.contains("not_before"), "{err}");
     }
 
     #[test]
     fn rejects_what_is_not_a_certificate() {
-        assert!(read_pem("nothing here").is_err());
-        assert!(read_pem("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n").is_err());
-        assert!(read_pem("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").is_err());
-        assert!(read_pem("-----BEGIN CERTIFICATE-----\n\n-----END CERTIFICATE-----\n").is_err());
+        for (text, why) in [
+            ("nothing here", "no -----BEGIN CERTIFICATE----- section"),
+            ("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n", "not base64"),
+            ("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "not an X.509 certificate"),
+            ("-----BEGIN CERTIFICATE-----\n\n-----END CERTIFICATE-----\n", "not an X.509 certificate"),
+            ("-----BEGIN CERTIFICATE-----\nMIIB\n", "no -----END line"),
+            (
+                "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+                "no -----BEGIN CERTIFICATE----- section",
+            ),
+        ] {
+            let err = read_pem(text).err().unwrap_or_default();
+            assert!(err.contains(why), "{text:?}: {err:?} should say {why:?}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Certificates: uploaded (read from their PEM, as the API does: domain names, validity and
-//! SHA-256 fingerprint) and managed (issued by an action as a structurally real certificate
-//! for the requested domain names, see [`crate::x509`]).
+//! SHA-256 fingerprint) and managed (issued by an action as a real, signed certificate for the
+//! requested domain names, see [`crate::x509`]).
 
 use super::effect::Effect;
 use super::records::{CertStatus, CertificateRecord};
@@ -12,7 +12,7 @@ use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
 use crate::time::{now_unix, rfc3339};
 use crate::wire::request::CreateCertificateRequest;
-use crate::wire::{Certificate, CertificateStatus, Labels, Meta, Resource};
+use crate::wire::{ActionError, Certificate, CertificateStatus, Labels, Meta, Resource};
 use crate::x509;
 
 /// Validity of issued certificates.
@@ -29,6 +29,25 @@ pub(crate) struct CertificateFilter {
 /// Reads an uploaded certificate or answers `invalid_input` naming `certificate`.
 fn read_certificate(pem: &str) -> Result<x509::CertificateInfo, ApiError> {
     x509::read_pem(pem).map_err(|e| ApiError::invalid_input("certificate", format!("not a PEM certificate: {e}")))
+}
+
+/// Domain names a certificate can carry (`dNSName`s are ASCII) or `invalid_input` naming
+/// `domain_names`.
+fn validate_domain_names(names: &[String]) -> Result<(), ApiError> {
+    match names.iter().find(|n| !n.is_ascii()) {
+        Some(bad) => Err(ApiError::invalid_input(
+            "domain_names",
+            format!("domain name '{bad}' is not ASCII: internationalized names go in punycode (xn--...)"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Issues a certificate or answers `invalid_input` naming `domain_names` (the only input
+/// issuing can refuse once names are validated).
+fn issue(domains: &[String], serial: u64, now: i64) -> Result<String, ApiError> {
+    x509::issue_pem(domains, serial, now, now + VALIDITY_SECS)
+        .map_err(|e| ApiError::invalid_input("domain_names", format!("cannot issue a certificate: {e}")))
 }
 
 fn pem_like(text: &str) -> bool {
@@ -89,6 +108,7 @@ impl State {
                         "managed certificates need at least one domain name",
                     ));
                 }
+                validate_domain_names(&domains)?;
                 let id = bump(&mut self.ids.certificate);
                 self.certificates.insert(
                     id,
@@ -135,7 +155,7 @@ impl State {
         let id = self.ids.certificate;
         let pem = match &seed.certificate {
             Some(pem) => pem.clone(),
-            None => x509::issue_pem(&seed.domain_names, id, now, now + VALIDITY_SECS),
+            None => issue(&seed.domain_names, id, now)?,
         };
         let info = read_certificate(&pem)?;
         let id = bump(&mut self.ids.certificate);
@@ -169,7 +189,20 @@ impl State {
             return;
         };
         let now = now_unix();
-        let pem = x509::issue_pem(&c.domain_names, id, now, now + VALIDITY_SECS);
+        // The names were validated when the certificate was created; what is left to fail is
+        // key generation or signing, which the API would report as a failed issuance.
+        let pem = match issue(&c.domain_names, id, now) {
+            Ok(pem) => pem,
+            Err(e) => {
+                tracing::error!(certificate = id, error = %e.message, "issuing a managed certificate failed");
+                c.status = Some(CertStatus {
+                    issuance: "failed".to_owned(),
+                    renewal: "unavailable".to_owned(),
+                    error: Some(ActionError { code: "unknown_error".to_owned(), message: e.message }),
+                });
+                return;
+            }
+        };
         if let Ok(info) = x509::read_pem(&pem) {
             c.fingerprint = Some(info.fingerprint);
         }

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
-use hcloud_fake::FakeConfig;
 use hcloud_fake::control::{SeedCertificate, SeedLoadBalancer};
+use hcloud_fake::{FakeConfig, FakeError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -65,6 +65,8 @@ async fn uploaded_and_managed_certificates() {
         ),
         (json!({"name": "x", "certificate": PEM}), "private_key"),
         (json!({"name": "x", "type": "managed"}), "domain_names"),
+        // A dNSName is ASCII: internationalized names go in punycode.
+        (json!({"name": "x", "type": "managed", "domain_names": ["bücher.example"]}), "domain_names"),
     ] {
         let r = fx.post("/certificates", body).await;
         assert_eq!(r.code(), "invalid_input");
@@ -72,6 +74,13 @@ async fn uploaded_and_managed_certificates() {
     }
     let r = fx.post("/certificates", json!({"name": "up", "certificate": PEM, "private_key": KEY})).await;
     assert_eq!(r.code(), "uniqueness_error");
+    // Seeds without a PEM are issued, so the same rule holds for them.
+    match fx.h.seed_certificate(&SeedCertificate::uploaded("idn", &["bücher.example"])) {
+        Err(FakeError::Api(e)) => {
+            assert_eq!((e.code.as_str(), &e.details["fields"][0]["name"]), ("invalid_input", &json!("domain_names")));
+        }
+        other => panic!("a non-ASCII domain name was seeded: {other:?}"),
+    }
 }
 
 #[tokio::test]
