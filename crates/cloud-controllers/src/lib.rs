@@ -20,8 +20,10 @@
 
 pub mod lifecycle;
 pub mod node;
+pub mod route;
 #[cfg(test)]
 mod testing;
 
 pub use lifecycle::CloudNodeLifecycleController;
 pub use node::{CloudNodeController, NodeControllerConfig};
+pub use route::{ReconcileMode, RouteController, RouteControllerConfig};

@@ -101,18 +101,35 @@ pub struct InstanceMetadata {
 }
 
 /// A route in the cloud's network (upstream `cloudprovider.Route`).
+///
+/// Two fields go beyond upstream's type, both optional for providers:
+/// - [`Route::target_provider_id`] identifies the target node by its `spec.providerID`, so
+///   a route still belongs to its node when node and instance names differ or the node was
+///   renamed. The controller fills it on create from the node; a provider may fill it in
+///   `list_routes`, and the controller then matches the route to the node with that
+///   provider ID before it falls back to [`Route::target_node`].
+/// - [`Route::gateway`] is the next-hop address a provider reports in `list_routes` for
+///   clouds that route to an address. The controller keeps such a route only while the
+///   gateway is still one of the target node's addresses, and replaces it otherwise (a node
+///   whose private IP changed).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Route {
     /// Provider-chosen name.
     pub name: String,
     /// The node the route sends traffic to (empty if unknown).
     pub target_node: String,
-    /// Set by the provider in `list_routes` to opt in to address comparison.
+    /// The target node's `spec.providerID` (empty if unknown).
+    pub target_provider_id: String,
+    /// Set by the provider in `list_routes` to opt in to address comparison (upstream:
+    /// the route's addresses must equal the node's `status.addresses` as a set).
     pub enable_node_addresses: bool,
     /// The target node's addresses.
     pub target_node_addresses: Vec<NodeAddress>,
     /// Destination CIDR (a pod CIDR).
     pub destination_cidr: String,
+    /// The next hop the cloud sends the destination's traffic to, if the provider reports
+    /// one (an IP address).
+    pub gateway: Option<String>,
     /// True if the route's target no longer exists.
     pub blackhole: bool,
 }

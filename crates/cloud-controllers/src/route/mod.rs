@@ -1,0 +1,365 @@
+//! The route controller (upstream `controllers/route`): for every node's pod CIDR, a route in
+//! the cloud's network to that node, kept in sync as nodes come, go and change, and the
+//! node's `NetworkUnavailable` condition saying whether its routes exist.
+//!
+//! ```text
+//!  watch mode (default):  node add/delete, podCIDRs/addresses/providerID change ─┐
+//!                         safety resync when no reconcile ran for `resync` ──────┤
+//!  periodic mode:         every --route-reconciliation-period ───────────────────┤
+//!                                                                                ▼
+//!        WorkQueue<"routes"> ─► Workers (1) ─► reconcile (at most one per 10 s in watch mode)
+//!           list_routes ─► plan_routes (pure: deletions, creations, per-node actions)
+//!           ─► execute: deletions + creations, ≤ 200 provider calls in flight
+//!              ├ creation failed → Warning FailedToCreateRoute (+ the provider's own reason)
+//!              └ node done → NetworkUnavailable False/RouteCreated or True/NoRouteCreated
+//!                            (merge patch with resourceVersion, written only on change)
+//!           any operation failed → Err → retried with backoff (10 s doubling, up to the
+//!                                   resync period) — in watch mode too
+//! ```
+//!
+//! Routes are only deleted inside the cluster CIDRs (`is_responsible_for_route`); routes of
+//! other clusters or users outside them are never touched.
+
+pub mod exec;
+pub mod plan;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cloud_provider::{CloudError, Routes};
+use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
+use controller_runtime::{
+    Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
+    WorkQueue, WorkerConfig, Workers, object_ref,
+};
+use ipnet::IpNet;
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::Store;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+use exec::{MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
+use plan::{PlannedCreate, condition_patch, plan_routes, update_needs_reconcile};
+
+/// Upstream's name of this controller (queue, metrics, logs).
+pub const CONTROLLER_NAME: &str = "node-route-controller";
+
+/// Upstream's event source component of the route controller.
+pub const EVENT_COMPONENT: &str = "route_controller";
+
+/// The one key of the queue: every reconcile covers the whole cluster.
+const KEY: &str = "routes";
+
+/// Upstream's `minRouteResyncInterval`: in watch mode, at most one reconcile per 10 s,
+/// however many node events arrive.
+pub const MIN_RECONCILE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// When reconciles happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconcileMode {
+    /// Reconcile on node events (upstream's `CloudControllerManagerWatchBasedRoutesReconciliation`)
+    /// and, as a safety net for routes changed outside Kubernetes, whenever no reconcile ran
+    /// for `resync`.
+    Watch {
+        /// The safety resync period.
+        resync: Duration,
+    },
+    /// Reconcile every `period` (upstream's default mode, `--route-reconciliation-period`).
+    Periodic {
+        /// The period.
+        period: Duration,
+    },
+}
+
+impl ReconcileMode {
+    /// The longest time between two reconciles without node events.
+    pub fn period(&self) -> Duration {
+        match self {
+            ReconcileMode::Watch { resync } => *resync,
+            ReconcileMode::Periodic { period } => *period,
+        }
+    }
+}
+
+/// Settings of the route controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteControllerConfig {
+    /// `--cluster-name`, passed to the provider.
+    pub cluster_name: String,
+    /// `--cluster-cidr`: one, or two for dual-stack. Routes are only deleted inside these.
+    pub cluster_cidrs: Vec<IpNet>,
+    /// When reconciles happen.
+    pub mode: ReconcileMode,
+    /// Shortest time between two reconciles in watch mode (upstream: 10 s).
+    pub min_interval: Duration,
+}
+
+/// Why a reconcile did not finish its work.
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    /// The provider could not list the routes.
+    #[error("error listing routes: {0}")]
+    List(#[source] CloudError),
+    /// Some route operations failed; they are retried with backoff.
+    #[error("{failed} of {total} route operations failed; retrying with backoff")]
+    Incomplete {
+        /// Failed operations.
+        failed: usize,
+        /// All operations.
+        total: usize,
+        /// Some failure was the provider's outage or a busy network.
+        transient: bool,
+    },
+}
+
+impl ReconcileError for RouteError {
+    fn event_reason(&self) -> Option<&str> {
+        // Failed creations are published on their nodes; the cluster-wide key has no object.
+        None
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            RouteError::List(CloudError::Failed { transient, .. }) => *transient,
+            RouteError::List(_) => false,
+            RouteError::Incomplete { transient, .. } => *transient,
+        }
+    }
+}
+
+/// Locks a mutex holding a plain value; a poisoned lock still holds a valid one.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The route controller.
+pub struct RouteController<R: Routes> {
+    reconciler: Arc<RouteReconciler<R>>,
+    queue: WorkQueue<String>,
+    synced: Synced,
+    io: ControllerIo,
+}
+
+struct RouteReconciler<R: Routes> {
+    routes: Arc<R>,
+    config: RouteControllerConfig,
+    api: Api<Node>,
+    params: PatchParams,
+    store: Store<Node>,
+    events: EventRecorder,
+    /// When the last reconcile started (shared with the event handler, which paces).
+    last_start: Arc<Mutex<Option<Instant>>>,
+}
+
+impl<R: Routes> RouteController<R> {
+    /// Wires the controller to the shared node informer. In watch mode, node adds and
+    /// deletes and updates of pod CIDRs, addresses or provider ID (and informer resyncs)
+    /// enqueue a reconcile.
+    pub fn new(
+        routes: Arc<R>,
+        informer: &mut Informer<Node>,
+        io: ControllerIo,
+        config: RouteControllerConfig,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let backoff =
+            ExponentialBackoff { base: config.min_interval, max: config.mode.period().max(config.min_interval) };
+        let queue = WorkQueue::new(CONTROLLER_NAME, backoff, shutdown).with_metrics(&io.metrics);
+        let last_start: Arc<Mutex<Option<Instant>>> = Arc::default();
+        if matches!(config.mode, ReconcileMode::Watch { .. }) {
+            let q = queue.clone();
+            let (last, min_interval) = (last_start.clone(), config.min_interval);
+            informer.on_change(move |change| {
+                let relevant = match change {
+                    Change::Applied { old: None, .. } | Change::Deleted(_) => true,
+                    Change::Applied { old: Some(old), new } => update_needs_reconcile(old, new),
+                };
+                if relevant {
+                    // At most one reconcile per `min_interval`: a burst of events waits for
+                    // the next slot and is covered by one reconcile.
+                    let last = *lock(&last);
+                    let delay = last.map(|t| (t + min_interval).saturating_duration_since(Instant::now()));
+                    q.add_after(KEY.to_owned(), delay.unwrap_or_default());
+                }
+            });
+        }
+        let reconciler = Arc::new(RouteReconciler {
+            routes,
+            config,
+            api: Api::all(io.client.clone()),
+            params: io.patch_params(),
+            store: informer.store(),
+            events: io.events(EVENT_COMPONENT),
+            last_start,
+        });
+        RouteController { reconciler, queue, synced: informer.synced(), io }
+    }
+
+    /// Runs the reconcile loop and its timer until the shutdown token fires, once the
+    /// informer has synced.
+    pub async fn run(self) {
+        let shutdown = self.queue.shutdown_token().clone();
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            ok = self.synced.wait() => if !ok { return },
+        }
+        let config = &self.reconciler.config;
+        info!(mode = ?config.mode, cluster_cidrs = ?config.cluster_cidrs, "route controller started");
+        let workers = Workers::new(self.reconciler.clone(), self.queue.clone(), WorkerConfig::new(CONTROLLER_NAME, 1))
+            .metrics(self.io.metrics.clone());
+        self.queue.add(KEY.to_owned());
+        let timer = self.reconciler.clone();
+        let queue = self.queue.clone();
+        tokio::join!(workers.run(), async move { timer.timer(queue, shutdown).await });
+    }
+}
+
+impl<R: Routes> RouteReconciler<R> {
+    fn last_start(&self) -> Option<Instant> {
+        *lock(&self.last_start)
+    }
+
+    /// Periodic mode: a reconcile every period (non-sliding, like upstream's
+    /// `NonSlidingUntil`). Watch mode: a reconcile once none ran for the resync period.
+    async fn timer(&self, queue: WorkQueue<String>, shutdown: CancellationToken) {
+        match self.config.mode {
+            ReconcileMode::Periodic { period } => {
+                let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tick.tick() => queue.add(KEY.to_owned()),
+                    }
+                }
+            }
+            ReconcileMode::Watch { resync } => loop {
+                let due = self.last_start().unwrap_or_else(Instant::now) + resync;
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep_until(due) => {}
+                }
+                if self.last_start().is_none_or(|t| t + resync <= Instant::now()) {
+                    debug!(?resync, "no route reconcile for a resync period; reconciling");
+                    queue.add(KEY.to_owned());
+                    // Give the reconcile time to start before looking again.
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(self.config.min_interval) => {}
+                    }
+                }
+            },
+        }
+    }
+
+    /// Upstream `reconcileNodeRoutes`.
+    async fn reconcile_routes(&self) -> Result<Reconciled, RouteError> {
+        *lock(&self.last_start) = Some(Instant::now());
+        let routes = self.routes.list_routes(&self.config.cluster_name).await.map_err(RouteError::List)?;
+        let nodes = self.store.state();
+        let plan = plan_routes(&nodes, &routes, &self.config.cluster_cidrs);
+        let operations = plan.deletions.len() + plan.creations();
+        if operations == 0 {
+            debug!(routes = routes.len(), nodes = nodes.len(), "routes in sync");
+        } else {
+            info!(
+                routes = routes.len(),
+                nodes = nodes.len(),
+                delete = plan.deletions.len(),
+                create = plan.creations(),
+                "reconciling routes"
+            );
+        }
+        let report =
+            execute(&*self.routes, &self.config.cluster_name, &plan, &nodes, self, MAX_CONCURRENT_ROUTE_OPERATIONS)
+                .await;
+        if report.complete() {
+            return Ok(Reconciled::ANSWERED);
+        }
+        let failed = report.delete_failures + report.create_failures;
+        match self.config.mode {
+            // Upstream's periodic mode: the next period retries.
+            ReconcileMode::Periodic { .. } => {
+                warn!(failed, total = operations, "some route operations failed; the next period retries them");
+                Ok(Reconciled::ANSWERED)
+            }
+            ReconcileMode::Watch { .. } => {
+                Err(RouteError::Incomplete { failed, total: operations, transient: report.transient })
+            }
+        }
+    }
+
+    /// Writes the node's `NetworkUnavailable` condition if it changes, re-planned from a
+    /// fresh read after a conflict (upstream: `RetryOnConflict`, 5 steps, 100 ms).
+    async fn write_condition(&self, node: &Node, routes_created: bool) -> Result<(), kube::Error> {
+        let name = node.name_any();
+        let result = retry_on_conflict(ConflictRetry::NODE_HELPERS, |attempt| {
+            let name = name.clone();
+            async move {
+                let fresh;
+                let current = if attempt == 0 {
+                    node
+                } else {
+                    fresh = self.api.get_status(&name).await?;
+                    &fresh
+                };
+                let now = Time(Timestamp::now());
+                if let Some(patch) = condition_patch(current, routes_created, &now) {
+                    info!(node = %name, routes_created, "updating NetworkUnavailable condition");
+                    self.api.patch_status(&name, &self.params, &Patch::Merge(patch)).await?;
+                }
+                Ok(())
+            }
+        })
+        .await;
+        match result {
+            Err(e) if is_not_found(&e) => Ok(()),
+            other => other,
+        }
+    }
+}
+
+impl<R: Routes> RouteSink for RouteReconciler<R> {
+    async fn creation_failed(&self, node: &Node, create: &PlannedCreate, elapsed: Duration, error: &CloudError) {
+        let reference = object_ref(node);
+        let name = node.name_any();
+        let message = format!(
+            "Could not create route {} {} for node {} after {:?}: {}",
+            create.name_hint, create.route.destination_cidr, name, elapsed, error
+        );
+        self.events.warning(&reference, "FailedToCreateRoute", message).await;
+        // A provider that names the cause of a misconfiguration gets its own reason too
+        // (e.g. ClusterCIDRMisconfigured), so alerts on the provider's reasons work.
+        if let CloudError::Failed { reason, message, transient: false, .. } = error
+            && reason != "FailedToCreateRoute"
+        {
+            self.events.warning(&reference, reason, message.clone()).await;
+        }
+    }
+
+    async fn node_done(&self, node: &Arc<Node>, routes_created: bool) {
+        if let Err(e) = self.write_condition(node, routes_created).await {
+            error!(node = %node.name_any(), error = %e, "error updating NetworkUnavailable condition");
+        }
+    }
+}
+
+impl<R: Routes> Reconciler for RouteReconciler<R> {
+    type Key = String;
+    type Error = RouteError;
+
+    async fn reconcile(&self, _key: &String) -> Result<Reconciled, RouteError> {
+        self.reconcile_routes().await
+    }
+
+    fn regarding(&self, _key: &String) -> Option<ObjectReference> {
+        None
+    }
+}
