@@ -9,7 +9,11 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 use cloud_controllers::NodeControllerConfig;
+use cloud_controllers::route::MIN_RECONCILE_INTERVAL;
+use cloud_controllers::route::plan::parse_cidr_sloppy;
+use cloud_controllers::{ReconcileMode, RouteControllerConfig};
 use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
+use ipnet::IpNet;
 
 use crate::controllers;
 use crate::options::{KubeOptions, LeaderElectionOptions, LoggingOptions, Options, SecureServingOptions};
@@ -126,11 +130,13 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "kubernetes")]
     pub cluster_name: String,
 
-    /// [compat] Cluster pod CIDR(s) for routes (route controller not implemented yet).
+    /// The cluster's pod network, e.g. 10.244.0.0/16; two comma-separated CIDRs (one IPv4, one
+    /// IPv6) for dual-stack. Required for routes; routes outside it are never touched.
     #[arg(long, default_value = "")]
     pub cluster_cidr: String,
 
-    /// [compat] Allocate node CIDRs (unused by cloud controllers upstream too).
+    /// Nodes get pod CIDRs (from kube-controller-manager's node IPAM). Routes are configured only
+    /// when this and --configure-cloud-routes are both true.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = go_bool)]
     pub allocate_node_cidrs: bool,
 
@@ -138,13 +144,20 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "RangeAllocator")]
     pub cidr_allocator_type: String,
 
-    /// Configure routes for pod CIDRs (needs route support from the provider).
+    /// Configure routes for pod CIDRs (with --allocate-node-cidrs=true, and route support from
+    /// the provider).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
     pub configure_cloud_routes: bool,
 
-    /// [compat] Route reconciliation period.
+    /// Period of the route controller's full reconcile when the watch-based mode is off
+    /// (--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=false).
     #[arg(long, default_value = "10s", value_parser = go_duration)]
     pub route_reconciliation_period: Duration,
+
+    /// In the watch-based route mode (the default): reconcile routes also when none ran for this
+    /// long, to repair routes changed outside Kubernetes (costs one request to the cloud).
+    #[arg(long, default_value = "4m", value_parser = go_duration)]
+    pub route_resync_period: Duration,
 
     /// Allow a cloud without a cluster ID. Required for Hetzner Cloud (the official chart passes it).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = go_bool)]
@@ -179,7 +192,9 @@ pub struct ManagerArgs {
     #[arg(long, default_value_t = 10260)]
     pub webhook_secure_port: u16,
 
-    /// [compat] Feature gates, e.g. CloudControllerManagerWatchBasedRoutesReconciliation=true.
+    /// Feature gates as key=bool pairs. CloudControllerManagerWatchBasedRoutesReconciliation
+    /// (default true here, as the official Hetzner chart sets it): reconcile routes on node
+    /// events (plus --route-resync-period) instead of every --route-reconciliation-period.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
 
@@ -237,6 +252,7 @@ impl ManagerArgs {
             ("--node-status-update-frequency", self.node_status_update_frequency),
             ("--min-resync-period", self.min_resync_period),
             ("--route-reconciliation-period", self.route_reconciliation_period),
+            ("--route-resync-period", self.route_resync_period),
         ] {
             if d.is_zero() {
                 errors.push(format!("{flag}: must be greater than 0"));
@@ -263,6 +279,13 @@ impl ManagerArgs {
         if self.cert_dir.is_some() {
             warnings.push("--cert-dir is ignored: the self-signed serving certificate is kept in memory".to_owned());
         }
+        let gates = parse_feature_gates(&self.feature_gates).unwrap_or_else(|e| {
+            errors.push(e);
+            FeatureGates::default()
+        });
+        warnings
+            .extend(gates.unknown.iter().map(|g| format!("--feature-gates: {g} is not known here and has no effect")));
+        let routes = self.routes(&gates, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -294,8 +317,45 @@ impl ManagerArgs {
                 key_file: self.tls_private_key_file.clone(),
             },
             cluster_name: self.cluster_name.clone(),
+            routes,
             logging: LoggingOptions { format: self.log_format, verbosity: self.verbosity },
             warnings,
+        })
+    }
+
+    /// The route controller's settings, if routes are to be configured
+    /// (`--allocate-node-cidrs` and `--configure-cloud-routes`); `--cluster-cidr` is then
+    /// required. A given `--cluster-cidr` is checked in any case.
+    fn routes(&self, gates: &FeatureGates, errors: &mut Vec<String>) -> Option<RouteControllerConfig> {
+        let cidrs = match parse_cluster_cidrs(&self.cluster_cidr) {
+            Ok(c) => c,
+            Err(e) => {
+                errors.push(e);
+                return None;
+            }
+        };
+        if !(self.allocate_node_cidrs && self.configure_cloud_routes) {
+            return None;
+        }
+        if cidrs.is_empty() {
+            errors.push(
+                "--cluster-cidr: required with --allocate-node-cidrs=true and --configure-cloud-routes=true: the \
+                 cluster's pod network, e.g. --cluster-cidr=10.244.0.0/16 (dual-stack: one IPv4 and one IPv6 CIDR, \
+                 comma-separated)"
+                    .to_owned(),
+            );
+            return None;
+        }
+        let mode = if gates.watch_based_routes {
+            ReconcileMode::Watch { resync: self.route_resync_period }
+        } else {
+            ReconcileMode::Periodic { period: self.route_reconciliation_period }
+        };
+        Some(RouteControllerConfig {
+            cluster_name: self.cluster_name.clone(),
+            cluster_cidrs: cidrs,
+            mode,
+            min_interval: MIN_RECONCILE_INTERVAL,
         })
     }
 
@@ -352,6 +412,76 @@ impl ManagerArgs {
             name: self.leader_elect_resource_name.clone(),
             namespace: self.leader_elect_resource_namespace.clone(),
         })
+    }
+}
+
+/// The upstream feature gate of the watch-based route mode (KEP-5237).
+pub const WATCH_BASED_ROUTES_GATE: &str = "CloudControllerManagerWatchBasedRoutesReconciliation";
+
+/// Upstream feature gates of the cloud-controller-manager that are accepted without effect.
+const IGNORED_GATES: &[&str] = &["CloudControllerManagerWebhook"];
+
+/// The parsed `--feature-gates`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `CloudControllerManagerWatchBasedRoutesReconciliation` (default true here; upstream's
+    /// default is false, the official Hetzner chart sets it to true).
+    pub watch_based_routes: bool,
+    /// Gates this program does not know (warned about).
+    pub unknown: Vec<String>,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        FeatureGates { watch_based_routes: true, unknown: Vec::new() }
+    }
+}
+
+/// Parses `--feature-gates` (`Name=bool` pairs, comma-separated, Go booleans).
+pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
+    let mut gates = FeatureGates::default();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let Some((name, value)) = item.split_once('=') else {
+            return Err(format!(
+                "--feature-gates: {item:?} is not Name=true|false (e.g. {WATCH_BASED_ROUTES_GATE}=true)"
+            ));
+        };
+        let (name, value) = (name.trim(), value.trim());
+        let Some(on) = parse_go_bool(value) else {
+            return Err(format!(
+                "--feature-gates: {name}={value:?}: the value is not a boolean; accepted: true, false"
+            ));
+        };
+        match name {
+            WATCH_BASED_ROUTES_GATE => gates.watch_based_routes = on,
+            n if IGNORED_GATES.contains(&n) => {}
+            n => gates.unknown.push(n.to_owned()),
+        }
+    }
+    Ok(gates)
+}
+
+/// Parses `--cluster-cidr` like upstream's `processCIDRs`: comma-separated, at most two, and
+/// two only as a dual-stack pair (one IPv4, one IPv6). Empty gives no CIDRs.
+pub fn parse_cluster_cidrs(s: &str) -> Result<Vec<IpNet>, String> {
+    let items: Vec<&str> = s.split(',').map(str::trim).filter(|i| !i.is_empty()).collect();
+    let mut cidrs = Vec::new();
+    for item in &items {
+        match parse_cidr_sloppy(item) {
+            Some(c) => cidrs.push(c),
+            None => {
+                return Err(format!(
+                    "--cluster-cidr: {item:?} is not a CIDR (expected e.g. 10.244.0.0/16, or an IPv4 and an IPv6 CIDR, \
+                     comma-separated)"
+                ));
+            }
+        }
+    }
+    match cidrs.as_slice() {
+        [] | [_] => Ok(cidrs),
+        [a, b] if a.addr().is_ipv4() != b.addr().is_ipv4() => Ok(cidrs),
+        [_, _] => Err(format!("--cluster-cidr: {s:?}: two CIDRs must be a dual-stack pair, one IPv4 and one IPv6")),
+        _ => Err(format!("--cluster-cidr: {s:?}: at most two CIDRs (one IPv4 and one IPv6) are supported")),
     }
 }
 
@@ -415,6 +545,10 @@ mod tests {
         assert!(!a.allocate_node_cidrs);
         assert!(!a.allow_untagged_cloud);
         assert_eq!(a.route_reconciliation_period, Duration::from_secs(10));
+        assert_eq!(a.route_resync_period, Duration::from_secs(240));
+        assert_eq!(a.cluster_cidr, "");
+        assert_eq!(parse_feature_gates(&a.feature_gates), Ok(FeatureGates::default()));
+        assert!(FeatureGates::default().watch_based_routes, "watch-based routes by default, as the official chart");
         assert_eq!(a.bind_address, "0.0.0.0");
         assert_eq!(a.secure_port, 10258);
         assert_eq!((a.tls_cert_file, a.tls_private_key_file), (None, None));
@@ -434,6 +568,102 @@ mod tests {
         assert_eq!((o.node.workers, o.node.status_workers), (1, 1));
         assert!(o.leader_election.is_none());
         assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+        let routes = o.routes.expect("routes are configured");
+        assert_eq!(routes.cluster_cidrs, vec!["10.244.0.0/16".parse::<IpNet>().expect("net")]);
+        assert_eq!(routes.cluster_name, "kubernetes");
+        // Watch-based with the safety resync; the chart's 30s period is the periodic mode's.
+        assert_eq!(routes.mode, ReconcileMode::Watch { resync: Duration::from_secs(240) });
+        assert_eq!(routes.min_interval, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn routes_need_both_flags_and_then_a_cluster_cidr() {
+        assert!(valid(&[]).routes.is_none(), "upstream defaults: --allocate-node-cidrs=false, no routes");
+        assert!(
+            valid(&["--allocate-node-cidrs", "--configure-cloud-routes=false", "--cluster-cidr=10.0.0.0/8"])
+                .routes
+                .is_none()
+        );
+        assert!(valid(&["--cluster-cidr=10.244.0.0/16"]).routes.is_none());
+        let errs = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--allocate-node-cidrs=true"])
+            .expect("parses")
+            .validate("fake")
+            .unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(
+                "--cluster-cidr: required with --allocate-node-cidrs=true and --configure-cloud-routes=true"
+            ),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn cluster_cidrs_are_one_or_a_dual_stack_pair() {
+        let o =
+            valid(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16, fd00:10:244::/56", "--cluster-name=prod"]);
+        let routes = o.routes.expect("routes");
+        assert_eq!(routes.cluster_name, "prod");
+        assert_eq!(routes.cluster_cidrs.len(), 2);
+        assert_eq!(routes.cluster_cidrs[1], "fd00:10:244::/56".parse::<IpNet>().expect("net"));
+        // Host bits are dropped, as Go's ParseCIDR does.
+        assert_eq!(parse_cluster_cidrs("10.244.3.1/16"), Ok(vec!["10.244.0.0/16".parse().expect("net")]));
+        for (value, needle) in [
+            ("10.244.0.0", "\"10.244.0.0\" is not a CIDR"),
+            ("10.244.0.0/16,banana", "\"banana\" is not a CIDR"),
+            ("10.244.0.0/16,10.245.0.0/16", "must be a dual-stack pair, one IPv4 and one IPv6"),
+            ("10.244.0.0/16,fd00::/56,10.1.0.0/16", "at most two CIDRs"),
+        ] {
+            let e = parse_cluster_cidrs(value).unwrap_err();
+            assert!(e.starts_with("--cluster-cidr: ") && e.contains(needle), "{value}: {e}");
+            // Rejected at start-up whether or not routes are on.
+            let flag = format!("--cluster-cidr={value}");
+            let errs = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", &flag])
+                .expect("parses")
+                .validate("fake")
+                .unwrap_err();
+            assert_eq!(errs, vec![e]);
+        }
+    }
+
+    #[test]
+    fn the_watch_based_routes_gate_selects_the_mode() {
+        let base = ["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"];
+        let periodic = [
+            &base[..],
+            &[
+                "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=false",
+                "--route-reconciliation-period=30s",
+            ],
+        ]
+        .concat();
+        assert_eq!(
+            valid(&periodic).routes.expect("routes").mode,
+            ReconcileMode::Periodic { period: Duration::from_secs(30) }
+        );
+        let watch = [&base[..], &["--route-resync-period=2m30s"]].concat();
+        assert_eq!(
+            valid(&watch).routes.expect("routes").mode,
+            ReconcileMode::Watch { resync: Duration::from_secs(150) }
+        );
+
+        let gates = parse_feature_gates(" CloudControllerManagerWebhook=true , SomeFutureGate=false ").expect("valid");
+        assert!(gates.watch_based_routes);
+        assert_eq!(gates.unknown, vec!["SomeFutureGate".to_owned()]);
+        let o = valid(&["--feature-gates=SomeFutureGate=true"]);
+        assert_eq!(o.warnings, vec!["--feature-gates: SomeFutureGate is not known here and has no effect".to_owned()]);
+        for (value, needle) in [
+            ("CloudControllerManagerWatchBasedRoutesReconciliation", "is not Name=true|false"),
+            ("CloudControllerManagerWatchBasedRoutesReconciliation=yes", "the value is not a boolean"),
+        ] {
+            let e = parse_feature_gates(value).unwrap_err();
+            assert!(e.starts_with("--feature-gates: ") && e.contains(needle), "{e}");
+        }
+        let errs = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--route-resync-period=0s"])
+            .expect("parses")
+            .validate("fake")
+            .unwrap_err();
+        assert_eq!(errs, vec!["--route-resync-period: must be greater than 0".to_owned()]);
     }
 
     #[test]

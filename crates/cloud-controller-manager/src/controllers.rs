@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController};
+use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController, RouteController};
 use cloud_provider::Cloud;
 use tracing::{info, warn};
 
@@ -22,7 +22,7 @@ pub const CLOUD_NODE_LIFECYCLE: &str = cloud_controllers::lifecycle::CONTROLLER_
 /// `service-lb-controller`.
 pub const SERVICE_LB: &str = "service-lb-controller";
 /// `node-route-controller`.
-pub const NODE_ROUTE: &str = "node-route-controller";
+pub const NODE_ROUTE: &str = cloud_controllers::route::CONTROLLER_NAME;
 
 /// Every controller, in start order.
 pub const ALL: [&str; 4] = [CLOUD_NODE, CLOUD_NODE_LIFECYCLE, SERVICE_LB, NODE_ROUTE];
@@ -124,13 +124,21 @@ pub(crate) fn build_controllers<C: Cloud>(
                     warn!("{name} not started: the service controller is not implemented yet");
                 }
             }
-            NODE_ROUTE => {
-                if ctx.cloud.routes().is_none() {
-                    info!("{name} not started: the cloud provider does not offer routes");
-                } else {
-                    warn!("{name} not started: the route controller is not implemented yet");
+            NODE_ROUTE => match (ctx.options.routes.clone(), ctx.cloud.routes()) {
+                (None, _) => info!(
+                    "{name} not started: routes are configured only with --allocate-node-cidrs=true and \
+                     --configure-cloud-routes=true"
+                ),
+                (Some(_), None) => warn!(
+                    "{name} not started: --allocate-node-cidrs and --configure-cloud-routes are set, but the cloud \
+                     provider does not offer routes"
+                ),
+                (Some(config), Some(routes)) => {
+                    let io = ctx.io(name)?;
+                    let c = RouteController::new(routes, &mut ctx.informers.nodes, io, config, ctx.stop.clone());
+                    started.push((name, Box::pin(c.run())));
                 }
-            }
+            },
             other => warn!("{other} is not a known controller"),
         }
     }

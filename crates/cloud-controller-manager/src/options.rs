@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cloud_controllers::NodeControllerConfig;
+use cloud_controllers::{NodeControllerConfig, RouteControllerConfig};
 
 use crate::args::LogFormat;
 
@@ -30,6 +30,9 @@ pub struct Options {
     pub serving: SecureServingOptions,
     /// `--cluster-name`, passed to the provider.
     pub cluster_name: String,
+    /// The route controller's settings when routes are to be configured
+    /// (`--allocate-node-cidrs` and `--configure-cloud-routes`, with `--cluster-cidr`).
+    pub routes: Option<RouteControllerConfig>,
     /// Log format and verbosity.
     pub logging: LoggingOptions,
     /// Warnings to log once logging is up.

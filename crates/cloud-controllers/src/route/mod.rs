@@ -20,6 +20,8 @@
 //! Routes are only deleted inside the cluster CIDRs (`is_responsible_for_route`); routes of
 //! other clusters or users outside them are never touched.
 
+#[cfg(test)]
+mod controller_tests;
 pub mod exec;
 pub mod plan;
 #[cfg(test)]

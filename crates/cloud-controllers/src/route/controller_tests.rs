@@ -1,0 +1,100 @@
+//! The route controller as it runs: against the real kube-apiserver of `test-harness` (its
+//! informer, condition writes and events) and the port of upstream's fake routes.
+//!
+//! One test drives one controller through a node's whole life, because a controller
+//! reconciles every Node of the shared API server.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use controller_runtime::{ControllerIo, Informer, RuntimeMetrics};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams};
+use kube::runtime::watcher;
+use test_harness::{ControlPlane, NodeBuilder, unique_name, wait_for, wait_for_event, wait_until};
+use tokio_util::sync::CancellationToken;
+
+use super::plan::{NETWORK_UNAVAILABLE, parse_cidr_sloppy};
+use super::{ReconcileMode, RouteController, RouteControllerConfig};
+use crate::testing::FakeRoutes;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn network_unavailable(n: &Node) -> Option<(String, String)> {
+    n.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == NETWORK_UNAVAILABLE)
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+fn routes_to(fake: &FakeRoutes, node: &str) -> Vec<String> {
+    fake.routes("test-cluster").into_iter().filter(|r| r.target_node == node).map(|r| r.destination_cidr).collect()
+}
+
+#[tokio::test]
+async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_events() {
+    let cp = ControlPlane::shared().await.expect("control plane");
+    let client = cp.admin_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let name = unique_name("route-ctl");
+
+    let fake = Arc::new(FakeRoutes::default());
+    // The network is busy for the first two attempts.
+    *fake.fail_creates.lock().expect("lock") = 2;
+    let token = CancellationToken::new();
+    let mut informer = Informer::new(Api::<Node>::all(client.clone()), watcher::Config::default());
+    let io = ControllerIo {
+        client: client.clone(),
+        field_manager: "route-test".to_owned(),
+        metrics: RuntimeMetrics::default(),
+    };
+    let config = RouteControllerConfig {
+        cluster_name: "test-cluster".to_owned(),
+        cluster_cidrs: vec![parse_cidr_sloppy("10.120.0.0/16").expect("cidr")],
+        mode: ReconcileMode::Watch { resync: Duration::from_secs(3600) },
+        min_interval: Duration::from_millis(200),
+    };
+    let controller = RouteController::new(fake.clone(), &mut informer, io, config, token.clone());
+    tokio::spawn(informer.run(token.clone()));
+    tokio::spawn(controller.run());
+
+    NodeBuilder::new(name.clone()).pod_cidrs(["10.120.7.0/24"]).register(&client).await.expect("node registers");
+
+    // Two failures, each published on the node; then the retry (no node event in between:
+    // the controller's own condition writes do not trigger reconciles) creates the route.
+    let event = wait_for_event(&client, "Node", &name, "FailedToCreateRoute", WAIT).await.expect("event");
+    assert_eq!(event.type_, "Warning");
+    assert!(
+        event.message.contains("10.120.7.0/24") && event.message.contains("the network is busy"),
+        "{}",
+        event.message
+    );
+    let node = wait_for(&nodes, &name, WAIT, "NetworkUnavailable=False/RouteCreated", |n| {
+        n.and_then(network_unavailable) == Some(("False".to_owned(), "RouteCreated".to_owned()))
+    })
+    .await
+    .expect("condition")
+    .expect("node");
+    assert_eq!(routes_to(&fake, &name), vec!["10.120.7.0/24".to_owned()]);
+    let creates = fake.calls().iter().filter(|c| *c == "create-route").count();
+    assert_eq!(creates, 3, "two failed attempts and the successful retry: {:?}", fake.calls());
+    let conditions = node.status.and_then(|s| s.conditions).unwrap_or_default();
+    assert!(conditions.iter().any(|c| c.type_ == "Ready"), "the kubelet's conditions are kept: {conditions:?}");
+
+    // Steady: nothing more happens while nothing changes.
+    let calls = fake.calls().len();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fake.calls().len(), calls, "no reconcile without a reason: {:?}", &fake.calls()[calls..]);
+
+    // The node goes: its route goes.
+    nodes.delete(&name, &DeleteParams::default()).await.expect("delete");
+    wait_until(WAIT, "the route of the deleted node is gone", async || routes_to(&fake, &name).is_empty())
+        .await
+        .expect("route deleted");
+    token.cancel();
+}
