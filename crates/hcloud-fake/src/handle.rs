@@ -159,6 +159,23 @@ impl FakeHandle {
         Ok(self.with_state(|s| s.patch_server(id, patch))?)
     }
 
+    /// Moves a server's private IP in `network` to `ip` at once (like a detach and an attach
+    /// with another IP, without actions). Routes via the old IP stay, as blackholes.
+    pub fn move_private_ip(&self, server: u64, network: u64, ip: &str) -> Result<(), FakeError> {
+        Ok(self.with_state(|s| s.move_private_ip(server, network, ip))?)
+    }
+
+    /// Removes the network's route to `destination` at once, as someone outside the client
+    /// under test would (no action, no lock).
+    pub fn remove_route(&self, network: u64, destination: &str) -> Result<(), FakeError> {
+        Ok(self.with_state(|s| s.remove_route_now(network, destination))?)
+    }
+
+    /// Sets how many routes a network may have (default: the API's 100).
+    pub fn set_route_limit(&self, max_routes: usize) {
+        self.with_state(|s| s.max_routes = max_routes);
+    }
+
     /// Sets (or clears) the health a load balancer reports for one of its targets.
     pub fn set_target_health(&self, load_balancer: u64, health: &TargetHealthOverride) -> Result<(), FakeError> {
         Ok(self.with_state(|s| s.set_target_health(load_balancer, health))?)

@@ -36,7 +36,8 @@ use crate::time::{now_unix, rfc3339};
 use crate::wire::request::{CreateNetworkRequest, SubnetRequest};
 use crate::wire::{Labels, Meta, Network, Protection, Route, Subnet};
 
-/// Most routes a network may have.
+/// Most routes a network may have: the API's documented limit (a test may change it with
+/// [`crate::FakeHandle::set_route_limit`]).
 pub(crate) const MAX_ROUTES: usize = 100;
 
 const PUBLIC_GATEWAY: Ipv4Addr = Ipv4Addr::new(172, 31, 1, 1);
@@ -169,8 +170,9 @@ impl State {
             expose_routes_to_vswitch,
             members: Default::default(),
         };
-        if routes.len() > MAX_ROUTES {
-            return Err(ApiError::limit(format!("a network can have at most {MAX_ROUTES} routes")));
+        let max_routes = self.max_routes;
+        if routes.len() > max_routes {
+            return Err(ApiError::limit(format!("a network can have at most {max_routes} routes")));
         }
         for r in routes {
             let route = validate_route(&record, r)?;
@@ -225,8 +227,8 @@ impl State {
         self.ensure_network_idle(id)?;
         let n = self.network_record(id)?;
         let route = validate_route(n, req)?;
-        if n.routes.len() >= MAX_ROUTES {
-            return Err(ApiError::limit(format!("network {id} already has {MAX_ROUTES} routes")));
+        if n.routes.len() >= self.max_routes {
+            return Err(ApiError::limit(format!("network {id} already has {} routes", self.max_routes)));
         }
         Ok(self.start_action(
             "add_route",
@@ -254,6 +256,19 @@ impl State {
             vec![ResourceRef::network(id)],
             Some(Effect::DeleteRoute { network: id, route }),
         ))
+    }
+
+    /// Removes a route at once, as if someone deleted it outside the API's client under
+    /// test (no action, no lock); `not_found` if the network has no route to `destination`.
+    pub fn remove_route_now(&mut self, id: u64, destination: &str) -> Result<(), ApiError> {
+        let destination = parse_ipv4_net("destination", destination)?;
+        let n = self.networks.get_mut(&id).ok_or_else(|| ApiError::not_found("network", id))?;
+        let before = n.routes.len();
+        n.routes.retain(|r| r.destination != destination);
+        if n.routes.len() == before {
+            return Err(ApiError::new("not_found", format!("no route to {destination} in network {id}")));
+        }
+        Ok(())
     }
 
     fn candidate_subnets(&self, network: u64, zone: &str, ip_range: Option<Ipv4Net>) -> Result<Vec<Ipv4Net>, ApiError> {

@@ -406,6 +406,25 @@ impl State {
         Ok(())
     }
 
+    /// Moves a server's private IP in a network to `ip` at once (what a detach and an attach
+    /// with another IP do, without actions): `server_not_attached_to_network` if it is not
+    /// attached, `ip_not_available` if `ip` is taken or outside the server's subnets.
+    pub fn move_private_ip(&mut self, id: u64, network: u64, ip: &str) -> Result<(), ApiError> {
+        let server = self.server_record(id)?;
+        let zone = server.location.network_zone.clone();
+        let Some(nic) = server.private_net.iter().find(|n| n.network == network).cloned() else {
+            return Err(ApiError::new(
+                "server_not_attached_to_network",
+                format!("server {id} is not attached to network {network}"),
+            ));
+        };
+        let ip = parse_ipv4("ip", ip)?;
+        self.check_private_ip(network, &zone, ip, None)?;
+        self.detach_server_nic(id, network);
+        self.attach_server_nic(id, PrivateNic { ip, ..nic });
+        Ok(())
+    }
+
     /// Removes a server and every reference to it.
     pub(crate) fn remove_server(&mut self, id: u64) {
         let Some(server) = self.servers.remove(&id) else {

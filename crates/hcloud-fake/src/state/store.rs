@@ -61,6 +61,8 @@ pub(super) fn bump(counter: &mut u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct State {
     pub action_delay: Duration,
+    /// Most routes a network may have (the API's documented 100 unless a test changes it).
+    pub max_routes: usize,
     /// How long finished actions are kept.
     pub action_retention: Duration,
     /// Finished actions in the order they finished (for pruning).
@@ -86,6 +88,7 @@ impl State {
     pub fn new(action_delay: Duration, action_retention: Duration) -> Self {
         Self {
             action_delay,
+            max_routes: super::networks::MAX_ROUTES,
             action_retention,
             finished_order: VecDeque::new(),
             ids: Ids::default(),

@@ -119,3 +119,47 @@ async fn routes_are_validated() {
     assert_eq!(r.code(), "resource_limit_exceeded");
     assert_eq!(fx.h.network(net).unwrap().routes.len(), 100);
 }
+
+#[tokio::test]
+async fn test_controls_route_limit_out_of_band_route_removal_and_private_ip_moves() {
+    let fx = Fx::instant().await;
+    let net = fx.h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central")).unwrap();
+    let a = fx.h.seed_server(&SeedServer::new("node-a").network_ip(net, "10.0.0.5")).unwrap();
+    let b = fx.h.seed_server(&SeedServer::new("node-b").network_ip(net, "10.0.0.6")).unwrap();
+    let path = format!("/networks/{net}/actions/add_route");
+
+    // The route limit is a knob (default: the API's 100).
+    fx.h.set_route_limit(2);
+    for i in 0..2 {
+        let r = fx.post(&path, json!({"destination": format!("10.244.{i}.0/24"), "gateway": "10.0.0.5"})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let r = fx.post(&path, json!({"destination": "10.244.2.0/24", "gateway": "10.0.0.6"})).await;
+    assert_eq!((r.status, r.code()), (403, "resource_limit_exceeded"), "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("already has 2 routes"), "{}", r.body);
+    fx.h.set_route_limit(3);
+    let r = fx.post(&path, json!({"destination": "10.244.2.0/24", "gateway": "10.0.0.6"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+
+    // A route removed out of band is gone at once, without an action or a request.
+    let requests = fx.h.request_counts().total;
+    fx.h.remove_route(net, "10.244.1.0/24").unwrap();
+    assert_eq!(fx.h.request_counts().total, requests);
+    let routes: Vec<String> = fx.h.network(net).unwrap().routes.iter().map(|r| r.destination.clone()).collect();
+    assert_eq!(routes, vec!["10.244.0.0/24", "10.244.2.0/24"]);
+    let err = fx.h.remove_route(net, "10.244.1.0/24").unwrap_err();
+    assert!(err.to_string().contains("not_found"), "{err}");
+
+    // A private IP moves: the server shows the new one, the old one is free for others, and
+    // routes via the old one stay (blackholes).
+    fx.h.move_private_ip(a, net, "10.0.0.50").unwrap();
+    assert_eq!(fx.h.server(a).unwrap().private_net[0].ip, "10.0.0.50");
+    assert!(fx.h.network(net).unwrap().routes.iter().any(|r| r.gateway == "10.0.0.5"));
+    let taken = fx.h.move_private_ip(b, net, "10.0.0.50").unwrap_err();
+    assert!(taken.to_string().contains("ip_not_available"), "{taken}");
+    fx.h.move_private_ip(b, net, "10.0.0.5").unwrap();
+    assert_eq!(fx.h.server(b).unwrap().private_net[0].ip, "10.0.0.5");
+    let c = fx.h.seed_server(&SeedServer::new("node-c")).unwrap();
+    let unattached = fx.h.move_private_ip(c, net, "10.0.0.7").unwrap_err();
+    assert!(unattached.to_string().contains("server_not_attached_to_network"), "{unattached}");
+}
