@@ -58,9 +58,21 @@ impl Client {
     /// Fails with the first action that ended with `error`. Transient poll failures do not
     /// end the wait (see the module docs).
     pub async fn wait_for_actions(&self, actions: &[Action], timeout: Duration) -> Result<Vec<Action>, Error> {
+        self.wait_for_actions_with(actions, timeout, self.poll_policy()).await
+    }
+
+    /// [`Client::wait_for_actions`] with its own poll policy, for callers that know how long
+    /// their actions usually take (the first poll at that time costs one request instead of
+    /// several).
+    pub async fn wait_for_actions_with(
+        &self,
+        actions: &[Action],
+        timeout: Duration,
+        policy: PollPolicy,
+    ) -> Result<Vec<Action>, Error> {
         let started = Instant::now();
         let mut current: Vec<Action> = actions.to_vec();
-        let mut interval = self.poll_policy().initial;
+        let mut interval = policy.initial;
         let mut failed_polls = 0u32;
         loop {
             if let Some(a) = current.iter().find(|a| a.status == ActionStatus::Error) {
@@ -81,7 +93,7 @@ impl Client {
             }
             let remaining = timeout.saturating_sub(started.elapsed());
             tokio::time::sleep(interval.min(remaining)).await;
-            interval = interval.mul_f64(1.5).min(self.poll_policy().max);
+            interval = interval.mul_f64(1.5).min(policy.max);
             match self.actions().get_many(&pending).await {
                 Ok(fresh) => {
                     failed_polls = 0;

@@ -1012,3 +1012,22 @@ async fn per_request_timeout_is_retried_for_get_but_not_for_post() {
     env.h.clear_faults();
     assert_eq!(env.client.servers().get(sid(server)).await.unwrap().name, "node-1");
 }
+
+#[tokio::test]
+async fn a_caller_that_knows_the_action_duration_polls_once() {
+    let env = Env::start(FakeConfig::default().with_action_delay(Duration::from_millis(200))).await;
+    let net = env
+        .h
+        .seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central"))
+        .expect("network");
+    let route = hcloud_api::models::Route {
+        destination: "10.244.0.0/24".parse().unwrap(),
+        gateway: "10.0.0.2".parse().unwrap(),
+    };
+    let action = env.client.networks().add_route(nid(net), &route).await.expect("add_route");
+    let policy = PollPolicy { initial: Duration::from_millis(300), max: Duration::from_millis(300) };
+    let done = env.client.wait_for_actions_with(&[action], Duration::from_secs(5), policy).await.expect("finishes");
+    assert_eq!(done[0].status, ActionStatus::Success);
+    assert_eq!(env.count("GET /v1/actions"), 1, "one poll at the expected end");
+    assert_eq!(env.h.network(net).expect("network").routes.len(), 1);
+}
