@@ -13,6 +13,7 @@ use crate::config::{CacheMode, Config};
 use crate::instances::HcloudInstances;
 use crate::inventory::Inventory;
 use crate::metrics::HcloudMetrics;
+use crate::routes::{HcloudRoutes, RoutesConfig};
 
 /// The provider name: the providerID prefix is `hcloud://`.
 pub const PROVIDER_NAME: &str = "hcloud";
@@ -65,6 +66,7 @@ pub struct HcloudCloud {
     network: Option<Network>,
     inventory: Arc<Inventory>,
     instances: Arc<HcloudInstances>,
+    routes: Option<Arc<HcloudRoutes>>,
 }
 
 impl HcloudCloud {
@@ -119,9 +121,22 @@ impl HcloudCloud {
                 config.cache_max_age,
                 config.lifecycle_max_age,
             )
-            .with_metrics(metrics),
+            .with_metrics(metrics.clone()),
         );
-        Ok(HcloudCloud { client, network, inventory, instances })
+        let routes = match &network {
+            Some(n) if config.routes_enabled => {
+                info!(network = %n.name, cluster_cidrs = ?config.cluster_cidrs, "routes enabled in the private network");
+                let settings = RoutesConfig {
+                    network: n.id,
+                    network_name: n.name.clone(),
+                    cluster_cidrs: config.cluster_cidrs.clone(),
+                    confirm_max_age: config.cache_max_age,
+                };
+                Some(Arc::new(HcloudRoutes::new(client.clone(), inventory.clone(), settings, metrics)))
+            }
+            _ => None,
+        };
+        Ok(HcloudCloud { client, network, inventory, instances, routes })
     }
 
     /// The API client.
@@ -162,7 +177,7 @@ impl Cloud for HcloudCloud {
     type Instances = Unsupported;
     type Zones = Unsupported;
     type LoadBalancer = Unsupported;
-    type Routes = Unsupported;
+    type Routes = HcloudRoutes;
 
     fn provider_name(&self) -> &str {
         PROVIDER_NAME
@@ -189,7 +204,8 @@ impl Cloud for HcloudCloud {
         None
     }
 
-    fn routes(&self) -> Option<Arc<Unsupported>> {
-        None
+    /// With `HCLOUD_NETWORK` set and `HCLOUD_NETWORK_ROUTES_ENABLED` not false.
+    fn routes(&self) -> Option<Arc<HcloudRoutes>> {
+        self.routes.clone()
     }
 }

@@ -54,6 +54,12 @@ pub struct Config {
     /// `HCLOUD_METRICS_ADDRESS` when `HCLOUD_METRICS_ENABLED` is on (default `:8233`): where
     /// the plain-HTTP `/metrics` listener of the official CCM listens (Go listen syntax).
     pub metrics_address: Option<String>,
+    /// `HCLOUD_NETWORK_ROUTES_ENABLED` (default true) with `HCLOUD_NETWORK` set: the provider
+    /// offers routes in the network.
+    pub routes_enabled: bool,
+    /// The cluster's pod network (`--cluster-cidr`; the program sets it from its flags):
+    /// routes are created and deleted only inside it.
+    pub cluster_cidrs: Vec<ipnet::IpNet>,
     /// Non-fatal findings worth a log line (e.g. an unusual token length).
     pub warnings: Vec<String>,
 }
@@ -70,6 +76,8 @@ impl fmt::Debug for Config {
             .field("cache_mode", &self.cache_mode)
             .field("cache_max_age", &self.cache_max_age)
             .field("lifecycle_max_age", &self.lifecycle_max_age)
+            .field("routes_enabled", &self.routes_enabled)
+            .field("cluster_cidrs", &self.cluster_cidrs)
             .finish_non_exhaustive()
     }
 }
@@ -95,6 +103,11 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     (
         "HCLOUD_SERVER_CACHE_MAX_AGE",
         "Max age of cached server data for node initialization and address refresh (Go duration, default 10s).",
+    ),
+    (
+        "HCLOUD_NETWORK_ROUTES_ENABLED",
+        "With HCLOUD_NETWORK: manage routes for the nodes' pod CIDRs in the network (needs --allocate-node-cidrs \
+         and --cluster-cidr). Default true.",
     ),
     ("HCLOUD_METRICS_ENABLED", "Serve /metrics (and the health paths) over plain HTTP. Default true."),
     ("HCLOUD_METRICS_ADDRESS", "Listen address of that listener, Go syntax (default :8233, all interfaces)."),
@@ -123,7 +136,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", LOAD_BALANCERS_MISSING),
     ("HCLOUD_LOAD_BALANCERS_TYPE", LOAD_BALANCERS_MISSING),
     ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_NETWORK_ROUTES_ENABLED", "hcloud-ccm does not manage routes yet (node-route-controller)"),
     (
         "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK",
         "hcloud-ccm does not query the metadata service for the attached-network check",
@@ -230,6 +242,15 @@ impl Config {
         let metrics_address = boolean(&mut errors, "HCLOUD_METRICS_ENABLED", true)
             .then(|| var("HCLOUD_METRICS_ADDRESS").unwrap_or_else(|| ":8233".to_owned()));
 
+        let network = var("HCLOUD_NETWORK");
+        let routes_flag = boolean(&mut errors, "HCLOUD_NETWORK_ROUTES_ENABLED", true);
+        if network.is_none() && var("HCLOUD_NETWORK_ROUTES_ENABLED").is_some() && routes_flag {
+            warnings.push(
+                "HCLOUD_NETWORK_ROUTES_ENABLED has no effect without HCLOUD_NETWORK: routes live in a private network"
+                    .to_owned(),
+            );
+        }
+
         for (k, missing) in NOT_ACTED_ON {
             if var(k).is_some() {
                 warnings.push(format!("{k} is set but has no effect: {missing}"));
@@ -250,7 +271,9 @@ impl Config {
             token: SecretString::from(token.unwrap_or_default()),
             endpoint,
             debug,
-            network: var("HCLOUD_NETWORK"),
+            routes_enabled: network.is_some() && routes_flag,
+            network,
+            cluster_cidrs: Vec::new(),
             address_family,
             zone_label_enabled,
             cache_mode,
@@ -346,7 +369,6 @@ mod tests {
         let c = Config::from_env(env(&[
             ("HCLOUD_TOKEN", &"x".repeat(64)),
             ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
-            ("HCLOUD_NETWORK_ROUTES_ENABLED", "false"),
             ("HCLOUD_LOAD_BALANCERS_LOCATION", ""),
         ]))
         .expect("valid");
@@ -355,9 +377,36 @@ mod tests {
             vec![
                 "HCLOUD_LOAD_BALANCERS_TYPE is set but has no effect: hcloud-ccm does not manage load balancers yet \
                  (service-lb-controller)",
-                "HCLOUD_NETWORK_ROUTES_ENABLED is set but has no effect: hcloud-ccm does not manage routes yet \
-                 (node-route-controller)",
             ]
+        );
+    }
+
+    #[test]
+    fn routes_are_enabled_with_a_network_unless_turned_off() {
+        let token = "x".repeat(64);
+        let c = |pairs: &[(&str, &str)]| {
+            let mut all = vec![("HCLOUD_TOKEN", token.as_str())];
+            all.extend_from_slice(pairs);
+            Config::from_env(env(&all))
+        };
+        let on = c(&[("HCLOUD_NETWORK", "k8s")]).expect("valid");
+        assert!(on.routes_enabled && on.warnings.is_empty());
+        assert!(on.cluster_cidrs.is_empty(), "set by the program from --cluster-cidr");
+        assert!(
+            !c(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_NETWORK_ROUTES_ENABLED", "false")]).expect("valid").routes_enabled
+        );
+        let no_network = c(&[("HCLOUD_NETWORK_ROUTES_ENABLED", "true")]).expect("valid");
+        assert!(!no_network.routes_enabled);
+        assert_eq!(
+            no_network.warnings,
+            vec![
+                "HCLOUD_NETWORK_ROUTES_ENABLED has no effect without HCLOUD_NETWORK: routes live in a private network"
+            ]
+        );
+        let err = c(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_NETWORK_ROUTES_ENABLED", "maybe")]).err().expect("invalid");
+        assert_eq!(
+            err.0,
+            vec!["HCLOUD_NETWORK_ROUTES_ENABLED: \"maybe\" is not a boolean; accepted: true, false, 1, 0, t, f"]
         );
     }
 

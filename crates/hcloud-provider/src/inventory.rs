@@ -53,6 +53,17 @@ pub enum Lookup {
     Name(String),
 }
 
+/// Every server the inventory knows, as of one list.
+#[derive(Debug, Clone)]
+pub struct AllServers {
+    /// The servers.
+    pub servers: Vec<Arc<Server>>,
+    /// When the list was taken.
+    pub as_of: Instant,
+    /// True if this call listed (a request), false if a snapshot answered.
+    pub listed: bool,
+}
+
 /// Counters of what the inventory did (Prometheus counters, exported by [`HcloudMetrics`]).
 ///
 /// [`HcloudMetrics`]: crate::HcloudMetrics
@@ -199,6 +210,11 @@ impl Inventory {
         }
     }
 
+    /// The cache mode.
+    pub fn mode(&self) -> CacheMode {
+        self.mode
+    }
+
     /// What the inventory did so far.
     pub fn stats(&self) -> &InventoryStats {
         &self.stats
@@ -272,6 +288,24 @@ impl Inventory {
         self.refresh_snapshot(generation).await?;
         // Answer from the snapshot just taken (or the one a concurrent refresh took).
         Ok((self.lock().find(lookup).map(|e| e.server.clone()), Source::Cached))
+    }
+
+    /// Every server, from a list at most `max_age` old: the current snapshot if it is young
+    /// enough, else one paginated list (shared with concurrent refreshes), in every mode —
+    /// questions like "which server holds this private IP" have no per-server request.
+    pub async fn all(&self, max_age: Duration) -> Result<AllServers, Error> {
+        let generation = {
+            let s = self.lock();
+            if let Some(as_of) = s.snapshot.filter(|_| s.snapshot_fresh(max_age)) {
+                let servers = s.servers.values().map(|e| e.server.clone()).collect();
+                return Ok(AllServers { servers, as_of, listed: false });
+            }
+            s.generation
+        };
+        self.refresh_snapshot(generation).await?;
+        let s = self.lock();
+        let servers = s.servers.values().map(|e| e.server.clone()).collect();
+        Ok(AllServers { servers, as_of: s.snapshot.unwrap_or_else(Instant::now), listed: true })
     }
 
     /// Announces lookups of all `lookups` within `max_age`. In mode `all`, refreshes the

@@ -21,6 +21,7 @@ pub mod instances;
 pub mod inventory;
 pub mod metrics;
 pub mod provider_id;
+pub mod routes;
 
 pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
 pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
@@ -28,3 +29,4 @@ pub use instances::HcloudInstances;
 pub use inventory::{Inventory, Lookup};
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
+pub use routes::{HcloudRoutes, RoutesConfig};

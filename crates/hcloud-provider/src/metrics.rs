@@ -165,15 +165,26 @@ impl HcloudMetrics {
         self.operations.get_or_create(&OpLabels { op }).inc();
     }
 
+    /// Counts one server lookup of `subsystem` (`hit`: answered from memory) in
+    /// `cloud_controller_manager_server_cache_requests_total`.
+    pub(crate) fn cache_lookup(&self, subsystem: &'static str, mode: CacheMode, hit: bool) {
+        let result = if hit { "hit" } else { "miss" };
+        self.cache.get_or_create(&CacheLabels { subsystem, mode: mode_label(mode), result }).inc();
+    }
+
     /// The counters of a server inventory in `mode`: hits and misses of subsystem `instances`.
     pub(crate) fn inventory(&self, mode: CacheMode) -> crate::inventory::InventoryStats {
-        let mode = match mode {
-            CacheMode::All => "all",
-            CacheMode::One => "one",
-            CacheMode::Off => "off",
-        };
+        let mode = mode_label(mode);
         let counter = |result| self.cache.get_or_create(&CacheLabels { subsystem: "instances", mode, result }).clone();
         crate::inventory::InventoryStats::with_counters(counter("hit"), counter("miss"), self.inventory.clone())
+    }
+}
+
+fn mode_label(mode: CacheMode) -> &'static str {
+    match mode {
+        CacheMode::All => "all",
+        CacheMode::One => "one",
+        CacheMode::Off => "off",
     }
 }
 

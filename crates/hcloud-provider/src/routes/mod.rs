@@ -1,0 +1,343 @@
+//! Routes in the cluster's Hetzner private network (`HCLOUD_NETWORK`): one route per pod
+//! CIDR, gateway = the node's server's IP in the network.
+//!
+//! ```text
+//!  list_routes ── GET /networks/{id} (the routes; kept as this provider's view)
+//!              └─ gateways → servers through the shared inventory (any snapshot younger
+//!                 than an hour; a gateway inside the cluster CIDR that no server holds is
+//!                 confirmed with a fresh list before it is reported as a blackhole)
+//!  create_route ─ checks first, no request: IPv4 destination inside the cluster CIDR
+//!              ├─ target server by providerID (else node name), through the inventory;
+//!              │  attached to the network; its IP among the node's InternalIPs
+//!              └─ one change at a time (the network takes one): exists → nothing;
+//!                 other gateway → delete_route, then add_route; learned route limit →
+//!                 fail without a request; `locked` retried; `conflict` retried by the client
+//!  delete_route ─ by destination and gateway, only inside the cluster CIDR; gone = done
+//! ```
+//!
+//! Every change waits for its action, polling once at the learned action duration, so the
+//! next change does not meet `conflict` and a failure is known before the reconcile ends.
+
+pub mod decide;
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cloud_provider::{CloudError, Route, Routes};
+use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute};
+use hcloud_api::{Client, Error, ErrorCode, PollPolicy};
+use ipnet::IpNet;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use crate::instances::api_error;
+use crate::inventory::{Inventory, Lookup};
+use crate::metrics::HcloudMetrics;
+use crate::provider_id::ProviderId;
+use decide::{
+    ActionTiming, Upsert, check_destination, check_gateway, servers_by_private_ip, to_cloud_route, touches_cluster,
+    upsert,
+};
+
+/// How old the server list may be for mapping known gateways to servers. Gateways change
+/// only when a server's private IP does, and the controller also checks every route's
+/// gateway against its node's current addresses; unknown gateways are confirmed fresh.
+pub const GATEWAY_MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// How old server data may be to resolve a new route's target (the official CCM's 1 min).
+pub const TARGET_MAX_AGE: Duration = Duration::from_secs(60);
+
+/// How long a learned route limit spares requests before the API is asked again (the
+/// project's limit may have been raised).
+const LIMIT_HINT_TTL: Duration = Duration::from_secs(600);
+
+/// Attempts of a change the network answers with `locked` (1 s, 2 s, 4 s, 8 s apart).
+const LOCKED_ATTEMPTS: u32 = 5;
+
+/// Longest wait for a route action.
+const ACTION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Settings of the routes.
+#[derive(Debug, Clone)]
+pub struct RoutesConfig {
+    /// The network (`HCLOUD_NETWORK`, resolved).
+    pub network: NetworkId,
+    /// Its name, for messages.
+    pub network_name: String,
+    /// `--cluster-cidr`: routes are created and deleted only inside these.
+    pub cluster_cidrs: Vec<IpNet>,
+    /// How fresh the server list must be before a gateway is declared a blackhole
+    /// (`HCLOUD_SERVER_CACHE_MAX_AGE`).
+    pub confirm_max_age: Duration,
+}
+
+/// A change of the network's routes.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Add(NetworkRoute),
+    Delete(NetworkRoute),
+}
+
+/// The network's routes as this provider last saw them, kept up to date by its own changes.
+#[derive(Debug, Default)]
+struct View {
+    routes: Vec<NetworkRoute>,
+    /// When the API last said the network is at its route limit, and how many it had.
+    limit: Option<(usize, Instant)>,
+}
+
+/// Hetzner private-network routes (the `Routes` capability).
+pub struct HcloudRoutes {
+    client: Client,
+    inventory: Arc<Inventory>,
+    config: RoutesConfig,
+    metrics: HcloudMetrics,
+    view: Mutex<View>,
+    /// Serializes changes: the network takes one at a time.
+    changes: tokio::sync::Mutex<ActionTiming>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data replaced whole; a poisoned lock still holds a consistent value.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl HcloudRoutes {
+    /// Routes of `config.network`, mapping gateways through `inventory`.
+    pub fn new(client: Client, inventory: Arc<Inventory>, config: RoutesConfig, metrics: HcloudMetrics) -> Self {
+        HcloudRoutes {
+            client,
+            inventory,
+            config,
+            metrics,
+            view: Mutex::default(),
+            changes: tokio::sync::Mutex::new(ActionTiming::new(Duration::from_millis(500))),
+        }
+    }
+
+    /// `GET /networks/{id}`; the routes become the view.
+    async fn reload(&self) -> Result<Network, CloudError> {
+        self.metrics.operation("hcloud/reloadNetwork");
+        let network = self.client.networks().get(self.config.network).await.map_err(|e| {
+            api_error(&format!("cannot read network {} ({})", self.config.network_name, self.config.network), e)
+        })?;
+        lock(&self.view).routes.clone_from(&network.routes);
+        Ok(network)
+    }
+
+    /// The server the route targets: by providerID, else by node name.
+    async fn target(&self, route: &Route) -> Result<Arc<hcloud_api::models::Server>, CloudError> {
+        let node = &route.target_node;
+        let lookup = if route.target_provider_id.is_empty() {
+            Lookup::Name(node.clone())
+        } else {
+            match ProviderId::parse(&route.target_provider_id) {
+                Ok(ProviderId::Cloud(id)) => Lookup::Id(id),
+                Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => {
+                    return Err(CloudError::failed(
+                        "RobotNotSupported",
+                        format!(
+                            "node {node} is a Robot (dedicated) server: routes are only supported for cloud servers"
+                        ),
+                    ));
+                }
+                Err(e) => return Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {node}: {e}"))),
+            }
+        };
+        let lookup_err = |e| api_error(&format!("cannot look up the server of node {node}"), e);
+        if let Some(server) = self.inventory.get(&lookup, TARGET_MAX_AGE).await.map_err(lookup_err)? {
+            return Ok(server);
+        }
+        // Absent from cached data: a server that joined since is asked for directly.
+        self.inventory.recheck(std::slice::from_ref(&lookup)).await;
+        self.inventory.get(&lookup, TARGET_MAX_AGE).await.map_err(lookup_err)?.ok_or_else(|| {
+            CloudError::failed(
+                "ServerNotFound",
+                format!("route for node {node}: no Hetzner Cloud server found ({lookup:?})"),
+            )
+        })
+    }
+
+    /// Sends one change (retrying `locked`) and waits for its action. `Ok(false)` if the API
+    /// answered `not_found` (a delete of a route that is already gone).
+    async fn change(&self, timing: &mut ActionTiming, op: Op) -> Result<bool, Error> {
+        let network = self.config.network;
+        let mut attempt = 0;
+        let action = loop {
+            let sent = match &op {
+                Op::Add(r) => self.client.networks().add_route(network, r).await,
+                Op::Delete(r) => self.client.networks().delete_route(network, r).await,
+            };
+            match sent {
+                Ok(a) => break a,
+                Err(e) if e.is_not_found() && matches!(op, Op::Delete(_)) => return Ok(false),
+                Err(e) if e.code() == Some(&ErrorCode::Locked) && attempt + 1 < LOCKED_ATTEMPTS => {
+                    let delay = Duration::from_secs(1 << attempt);
+                    debug!(?op, ?delay, "the network is locked; retrying");
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let started = Instant::now();
+        let first = timing.first_poll();
+        let policy = PollPolicy { initial: first, max: timing.next_polls() };
+        self.client.wait_for_actions_with(std::slice::from_ref(&action), ACTION_TIMEOUT, policy).await?;
+        timing.observe(first, started.elapsed());
+        Ok(true)
+    }
+
+    fn route_error(&self, what: &str, e: Error) -> CloudError {
+        let network = &self.config.network_name;
+        match e.code() {
+            Some(ErrorCode::Locked | ErrorCode::Conflict) => CloudError::transient(
+                "NetworkBusy",
+                format!("{what}: network {network} is busy with another change ({e}); retried with backoff"),
+                Some(Box::new(e)),
+            ),
+            _ => api_error(what, e),
+        }
+    }
+
+    fn limit_error(&self, count: usize, route: &Route) -> CloudError {
+        CloudError::failed(
+            "RouteLimitExceeded",
+            format!(
+                "network {} has {count} routes, the most it may have (Hetzner Cloud allows 100 per network): no route \
+                 for node {}'s pod CIDR {}; delete unused routes or use fewer, larger pod CIDRs",
+                self.config.network_name, route.target_node, route.destination_cidr
+            ),
+        )
+    }
+
+    async fn upsert(&self, route: &Route, destination: IpNet, gateway: IpAddr) -> Result<(), CloudError> {
+        let mut timing = self.changes.lock().await;
+        let mut reloaded = false;
+        loop {
+            let (routes, limit) = {
+                let v = lock(&self.view);
+                (v.routes.clone(), v.limit)
+            };
+            let what = format!("route {destination} via {gateway} for node {}", route.target_node);
+            match upsert(&routes, destination, gateway) {
+                Upsert::Exists => return Ok(()),
+                Upsert::Replace(old) => {
+                    info!(destination = %destination, old = %old.gateway, new = %gateway, node = %route.target_node, "replacing the route's gateway");
+                    self.change(&mut timing, Op::Delete(old))
+                        .await
+                        .map_err(|e| self.route_error(&format!("cannot delete the old route of {what}"), e))?;
+                    lock(&self.view).routes.retain(|r| *r != old);
+                }
+                Upsert::Add => {}
+            }
+            if let Some((count, at)) = limit
+                && routes.len() >= count
+                && at.elapsed() < LIMIT_HINT_TTL
+            {
+                return Err(self.limit_error(routes.len(), route));
+            }
+            let new = NetworkRoute { destination, gateway };
+            match self.change(&mut timing, Op::Add(new)).await {
+                Ok(_) => {
+                    lock(&self.view).routes.push(new);
+                    return Ok(());
+                }
+                Err(e) if e.code() == Some(&ErrorCode::ResourceLimitExceeded) => {
+                    let count = {
+                        let mut v = lock(&self.view);
+                        v.limit = Some((v.routes.len(), Instant::now()));
+                        v.routes.len()
+                    };
+                    warn!(network = %self.config.network_name, routes = count, "the network is at its route limit");
+                    return Err(self.limit_error(count, route));
+                }
+                // The view was stale (someone else changed the network): look again, once.
+                Err(e) if e.code() == Some(&ErrorCode::InvalidInput) && !reloaded => {
+                    debug!(error = %e, "add_route refused; reloading the network once");
+                    reloaded = true;
+                    self.reload().await?;
+                }
+                Err(e) => return Err(self.route_error(&format!("cannot add {what}"), e)),
+            }
+        }
+    }
+}
+
+impl Routes for HcloudRoutes {
+    async fn list_routes(&self, _cluster_name: &str) -> Result<Vec<Route>, CloudError> {
+        self.metrics.operation("hcloud/ListRoutes");
+        let network = self.reload().await?;
+        let mut all = self
+            .inventory
+            .all(GATEWAY_MAX_AGE)
+            .await
+            .map_err(|e| api_error("cannot list servers to map route gateways", e))?;
+        let mut by_ip = servers_by_private_ip(&all.servers, self.config.network);
+        // A gateway no server holds is a blackhole, which the controller deletes inside the
+        // cluster CIDR: confirm with data at most `confirm_max_age` old first.
+        let unknown_inside = network
+            .routes
+            .iter()
+            .any(|r| !by_ip.contains_key(&r.gateway) && touches_cluster(&self.config.cluster_cidrs, &r.destination));
+        if unknown_inside && !all.listed && all.as_of.elapsed() > self.config.confirm_max_age {
+            all = self
+                .inventory
+                .all(self.config.confirm_max_age)
+                .await
+                .map_err(|e| api_error("cannot list servers to confirm a route's gateway is gone", e))?;
+            by_ip = servers_by_private_ip(&all.servers, self.config.network);
+        }
+        self.metrics.cache_lookup("routes", self.inventory.mode(), !all.listed);
+        Ok(network.routes.iter().map(|r| to_cloud_route(r, &by_ip)).collect())
+    }
+
+    async fn create_route(&self, _cluster_name: &str, _name_hint: &str, route: &Route) -> Result<(), CloudError> {
+        self.metrics.operation("hcloud/CreateRoute");
+        let destination = check_destination(route, &self.config.cluster_cidrs)?;
+        let server = self.target(route).await?;
+        let gateway = server.private_ip_in(self.config.network).ok_or_else(|| {
+            CloudError::transient(
+                "ServerNotAttachedToNetwork",
+                format!(
+                    "route for node {}: server {} ({}) is not attached to network {}; retried once it is",
+                    route.target_node, server.name, server.id, self.config.network_name
+                ),
+                None,
+            )
+        })?;
+        check_gateway(route, gateway, &server, &self.config.network_name)?;
+        self.upsert(route, destination, gateway).await
+    }
+
+    async fn delete_route(&self, _cluster_name: &str, route: &Route) -> Result<(), CloudError> {
+        self.metrics.operation("hcloud/DeleteRoute");
+        let destination: IpNet = route.destination_cidr.parse::<IpNet>().map(|n| n.trunc()).map_err(|_| {
+            CloudError::failed("InvalidRouteDestination", format!("route {}: destination is not a CIDR", route.name))
+        })?;
+        if !touches_cluster(&self.config.cluster_cidrs, &destination) {
+            return Err(CloudError::failed(
+                "RouteOutsideClusterCIDR",
+                format!("refusing to delete route {} to {destination}: it lies outside the cluster CIDR", route.name),
+            ));
+        }
+        let gateway = match route.gateway.as_deref().and_then(|g| g.parse::<IpAddr>().ok()) {
+            Some(g) => g,
+            None => match lock(&self.view).routes.iter().find(|r| r.destination == destination) {
+                Some(r) => r.gateway,
+                None => return Ok(()),
+            },
+        };
+        let old = NetworkRoute { destination, gateway };
+        let mut timing = self.changes.lock().await;
+        let what = format!("route {destination} via {gateway}");
+        match self.change(&mut timing, Op::Delete(old)).await {
+            Ok(true) => info!(route = %what, "deleted route"),
+            Ok(false) => debug!(route = %what, "the route was already gone"),
+            Err(e) => return Err(self.route_error(&format!("cannot delete {what}"), e)),
+        }
+        lock(&self.view).routes.retain(|r| *r != old);
+        Ok(())
+    }
+}
