@@ -10,9 +10,14 @@
 //! - a node's pod CIDRs are de-duplicated before planning (upstream would create the same
 //!   route twice and fail the second time);
 //! - whenever a route is replaced, deletions finish before creations start (upstream waits
-//!   only if the provider opted in to address comparison, kubernetes/kubernetes#98359).
+//!   only if the provider opted in to address comparison, kubernetes/kubernetes#98359);
+//! - a node the cloud-node controller has not initialized yet (it still carries the
+//!   `node.cloudprovider.kubernetes.io/uninitialized` taint) is left for later: no route is
+//!   created for it and none of its routes is deleted, and its condition is untouched.
+//!   Upstream tries at once, with the addresses the node does not have yet, and publishes a
+//!   `FailedToCreateRoute` warning for every new node.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -22,6 +27,8 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
+
+use crate::node::plan::is_uninitialized;
 
 /// What happens to one pod CIDR of a node (upstream `routeAction`; `remove` is never
 /// planned upstream either).
@@ -198,16 +205,19 @@ pub fn plan_routes(nodes: &[Arc<Node>], routes: &[Route], cluster_cidrs: &[IpNet
         }
     }
 
+    // Nodes still waiting for initialization: left for later.
+    let pending: HashSet<&str> = nodes.iter().filter(|n| is_uninitialized(n)).map(|n| name(n)).collect();
+
     let mut plan = RoutePlan::default();
     // Every node that has routes appears, even without pod CIDRs (upstream's routeMap).
     for node_name in routes_of.keys() {
-        if by_name.contains_key(node_name) {
+        if by_name.contains_key(node_name) && !pending.contains(node_name) {
             plan.nodes.entry((*node_name).to_owned()).or_default();
         }
     }
     for node in nodes {
         let cidrs = pod_cidrs(node);
-        if cidrs.is_empty() {
+        if cidrs.is_empty() || pending.contains(name(node)) {
             continue;
         }
         let node_name = name(node);
@@ -236,7 +246,7 @@ pub fn plan_routes(nodes: &[Arc<Node>], routes: &[Route], cluster_cidrs: &[IpNet
     }
 
     for (route, owner) in routes.iter().zip(&owners) {
-        if !is_responsible_for_route(cluster_cidrs, route) {
+        if !is_responsible_for_route(cluster_cidrs, route) || owner.as_deref().is_some_and(|o| pending.contains(o)) {
             continue;
         }
         let wanted = owner

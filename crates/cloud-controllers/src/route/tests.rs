@@ -778,3 +778,18 @@ fn cidrs_parse_like_go() {
         assert_eq!(parse_cidr_sloppy(bad), None, "{bad:?}");
     }
 }
+
+#[test]
+fn nodes_waiting_for_initialization_are_left_for_later() {
+    let mut n = node("node-1", "01", &["10.120.0.0/24", "10.120.9.0/24"], "10.0.1.1");
+    n.spec.as_mut().expect("spec").taints = Some(vec![k8s_openapi::api::core::v1::Taint {
+        key: cloud_provider::well_known::TAINT_EXTERNAL_CLOUD_PROVIDER.to_owned(),
+        value: Some("true".to_owned()),
+        effect: "NoSchedule".to_owned(),
+        time_added: None,
+    }]);
+    // Its existing (outdated) route stays; nothing is created; its condition is untouched.
+    let r = route("01", "node-1", "10.0.1.1", "10.120.5.0/24", false, false);
+    let plan = plan_routes(&[Arc::new(n)], &[r], &cidrs(&["10.120.0.0/16"]));
+    assert!(plan.deletions.is_empty() && plan.creations() == 0 && plan.nodes.is_empty(), "{plan:?}");
+}
