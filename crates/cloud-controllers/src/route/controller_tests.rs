@@ -63,11 +63,19 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
     tokio::spawn(informer.run(token.clone()));
     tokio::spawn(controller.run());
 
-    NodeBuilder::new(name.clone()).pod_cidrs(["10.120.7.0/24"]).register(&client).await.expect("node registers");
+    // An initialized node (the uninitialized ones are left for later).
+    NodeBuilder::new(name.clone())
+        .without_uninitialized_taint()
+        .pod_cidrs(["10.120.7.0/24"])
+        .register(&client)
+        .await
+        .expect("node registers");
 
     // Two failures, each published on the node; then the retry (no node event in between:
     // the controller's own condition writes do not trigger reconciles) creates the route.
-    let event = wait_for_event(&client, "Node", &name, "FailedToCreateRoute", WAIT).await.expect("event");
+    let event = wait_for_event(&client, "Node", &name, "FailedToCreateRoute", WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; calls: {:?}", fake.calls()));
     assert_eq!(event.type_, "Warning");
     assert!(
         event.message.contains("10.120.7.0/24") && event.message.contains("the network is busy"),
