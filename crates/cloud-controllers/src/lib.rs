@@ -10,10 +10,12 @@
 //!                                 ▼                                        loop for every controller)
 //!   cloud-node-lifecycle (periodic) ◄── Store          cloud-node: NodeReconciler::sync_node
 //!        decide(node, provider) ─► write (patch/delete)   plan (pure) ─► patches sent as planned
+//!   route (node events + safety resync, or periodic): list_routes ─► route::plan (pure) ─►
+//!        route::exec (create/delete, bounded) ─► NetworkUnavailable patches
 //!                                 └──────────── provider: cloud_provider::Cloud ───────────┘
 //! ```
 //!
-//! Each controller splits into pure decisions (`node::plan`, `lifecycle::decide`: observed
+//! Each controller splits into pure decisions (`node::plan`, `lifecycle::decide`, `route::plan`: observed
 //! state in, the exact API writes out — JSON merge patches, deletions with preconditions) and
 //! a thin I/O layer that sends them. List-replacing writes are guarded by `resourceVersion`
 //! and re-planned from a fresh read on conflict.

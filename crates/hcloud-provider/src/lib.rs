@@ -9,8 +9,10 @@
 //!     node → Lookup (providerID hcloud://<id>,        modes all/one/off, single-flight
 //!            else node name)                          lists, no re-list storms)
 //!     server → InstanceMetadata (type, region,            │
-//!            zone = legacy datacenter, addresses)         ▼
-//!                                                     hcloud_api::Client
+//!            zone = legacy datacenter, addresses)         │
+//!  route controller ──► HcloudRoutes (Routes) ────────────┤ gateways → servers
+//!     GET /networks/{id}, add_route/delete_route          ▼
+//!     one change at a time, actions waited for       hcloud_api::Client
 //! ```
 //!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.

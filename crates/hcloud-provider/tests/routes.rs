@@ -386,3 +386,32 @@ async fn each_change_waits_for_its_action_with_about_one_poll() {
     let polls = e.h.request_count("GET /v1/actions");
     assert!(polls <= 8 * 3, "polls learn the action duration: {polls} for 8 actions");
 }
+
+#[tokio::test]
+async fn cached_server_data_resolves_targets_and_is_refreshed_once_when_it_disagrees_with_the_node() {
+    let e = env(Duration::ZERO).await;
+    let a = server_id(&e.h, "node-a");
+    let pid = format!("hcloud://{a}");
+    e.routes
+        .create_route(CLUSTER, "uid", &route_for("node-a", &pid, "10.244.1.0/24", "10.0.0.5"))
+        .await
+        .expect("create");
+    assert_eq!((e.h.request_count("GET /v1/servers"), e.h.request_count("GET /v1/servers/{id}")), (1, 0));
+    // Minutes later the cached server still agrees with the node: no lookup request.
+    age(Duration::from_secs(300)).await;
+    e.routes
+        .create_route(CLUSTER, "uid", &route_for("node-a", &pid, "10.244.2.0/24", "10.0.0.5"))
+        .await
+        .expect("create");
+    assert_eq!((e.h.request_count("GET /v1/servers"), e.h.request_count("GET /v1/servers/{id}")), (1, 0));
+    // The server's IP moved and the node knows it, the cache does not: asked once, then right.
+    e.h.move_private_ip(a, e.net, "10.0.0.50").unwrap();
+    e.routes
+        .create_route(CLUSTER, "uid", &route_for("node-a", &pid, "10.244.3.0/24", "10.0.0.50"))
+        .await
+        .expect("create");
+    // One request: a single-server GET, or (as here, with a one-page project) a list.
+    let lookups = e.h.request_count("GET /v1/servers") + e.h.request_count("GET /v1/servers/{id}");
+    assert_eq!(lookups, 2, "{:?}", e.h.request_counts());
+    assert!(network_routes(&e).contains(&pair("10.244.3.0/24", "10.0.0.50")));
+}

@@ -332,9 +332,12 @@ impl<R: Routes> RouteSink for RouteReconciler<R> {
     async fn creation_failed(&self, node: &Node, create: &PlannedCreate, elapsed: Duration, error: &CloudError) {
         let reference = object_ref(node);
         let name = node.name_any();
+        // Upstream's text without its "after <duration>": identical repeats (a permanent
+        // problem retried with backoff) fold into one Event whose count grows.
+        debug!(node = %name, destination = %create.route.destination_cidr, ?elapsed, "route creation failed");
         let message = format!(
-            "Could not create route {} {} for node {} after {:?}: {}",
-            create.name_hint, create.route.destination_cidr, name, elapsed, error
+            "Could not create route {} {} for node {}: {}",
+            create.name_hint, create.route.destination_cidr, name, error
         );
         self.events.warning(&reference, "FailedToCreateRoute", message).await;
         // A provider that names the cause of a misconfiguration gets its own reason too

@@ -7,8 +7,9 @@
 //!                 than an hour; a gateway inside the cluster CIDR that no server holds is
 //!                 confirmed with a fresh list before it is reported as a blackhole)
 //!  create_route ─ checks first, no request: IPv4 destination inside the cluster CIDR
-//!              ├─ target server by providerID (else node name), through the inventory;
-//!              │  attached to the network; its IP among the node's InternalIPs
+//!              ├─ target server by providerID (else node name), through the inventory
+//!              │  (cached; asked again once if it disagrees with the node): attached to
+//!              │  the network, its IP among the node's InternalIPs
 //!              └─ one change at a time (the network takes one): exists → nothing;
 //!                 other gateway → delete_route, then add_route; learned route limit →
 //!                 fail without a request; `locked` retried; `conflict` retried by the client
@@ -25,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cloud_provider::{CloudError, Route, Routes};
-use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute};
+use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute, Server};
 use hcloud_api::{Client, Error, ErrorCode, PollPolicy};
 use ipnet::IpNet;
 use tokio::time::Instant;
@@ -45,7 +46,8 @@ use decide::{
 /// gateway against its node's current addresses; unknown gateways are confirmed fresh.
 pub const GATEWAY_MAX_AGE: Duration = Duration::from_secs(3600);
 
-/// How old server data may be to resolve a new route's target (the official CCM's 1 min).
+/// How old server data may be to resolve a new route's target when cached data disagrees
+/// with the node (the official CCM's 1 min).
 pub const TARGET_MAX_AGE: Duration = Duration::from_secs(60);
 
 /// How long a learned route limit spares requests before the API is asked again (the
@@ -126,37 +128,60 @@ impl HcloudRoutes {
         Ok(network)
     }
 
-    /// The server the route targets: by providerID, else by node name.
-    async fn target(&self, route: &Route) -> Result<Arc<hcloud_api::models::Server>, CloudError> {
+    /// How to find the route's server: by providerID, else by node name.
+    fn lookup_for(route: &Route) -> Result<Lookup, CloudError> {
         let node = &route.target_node;
-        let lookup = if route.target_provider_id.is_empty() {
-            Lookup::Name(node.clone())
-        } else {
-            match ProviderId::parse(&route.target_provider_id) {
-                Ok(ProviderId::Cloud(id)) => Lookup::Id(id),
-                Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => {
-                    return Err(CloudError::failed(
-                        "RobotNotSupported",
-                        format!(
-                            "node {node} is a Robot (dedicated) server: routes are only supported for cloud servers"
-                        ),
-                    ));
-                }
-                Err(e) => return Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {node}: {e}"))),
-            }
-        };
-        let lookup_err = |e| api_error(&format!("cannot look up the server of node {node}"), e);
-        if let Some(server) = self.inventory.get(&lookup, TARGET_MAX_AGE).await.map_err(lookup_err)? {
-            return Ok(server);
+        if route.target_provider_id.is_empty() {
+            return Ok(Lookup::Name(node.clone()));
         }
-        // Absent from cached data: a server that joined since is asked for directly.
+        match ProviderId::parse(&route.target_provider_id) {
+            Ok(ProviderId::Cloud(id)) => Ok(Lookup::Id(id)),
+            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::failed(
+                "RobotNotSupported",
+                format!("node {node} is a Robot (dedicated) server: routes are only supported for cloud servers"),
+            )),
+            Err(e) => Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {node}: {e}"))),
+        }
+    }
+
+    /// The server's IP in the network, which must be one of the node's InternalIPs.
+    fn gateway_of(&self, route: &Route, server: &Server) -> Result<IpAddr, CloudError> {
+        let gateway = server.private_ip_in(self.config.network).ok_or_else(|| {
+            CloudError::transient(
+                "ServerNotAttachedToNetwork",
+                format!(
+                    "route for node {}: server {} ({}) is not attached to network {}; retried once it is",
+                    route.target_node, server.name, server.id, self.config.network_name
+                ),
+                None,
+            )
+        })?;
+        check_gateway(route, gateway, server, &self.config.network_name)?;
+        Ok(gateway)
+    }
+
+    /// The route's server and gateway. Cached server data answers if it agrees with the node
+    /// (the node's InternalIPs come from current data, refreshed by the cloud-node
+    /// controller); a server that is missing from it, not attached, or holds another IP is
+    /// asked for once more (one request, as the official CCM's 1-minute max age).
+    async fn target(&self, route: &Route) -> Result<(Arc<Server>, IpAddr), CloudError> {
+        let node = &route.target_node;
+        let lookup = Self::lookup_for(route)?;
+        let lookup_err = |e| api_error(&format!("cannot look up the server of node {node}"), e);
+        if let Some(server) = self.inventory.get(&lookup, GATEWAY_MAX_AGE).await.map_err(lookup_err)?
+            && let Ok(gateway) = self.gateway_of(route, &server)
+        {
+            return Ok((server, gateway));
+        }
         self.inventory.recheck(std::slice::from_ref(&lookup)).await;
-        self.inventory.get(&lookup, TARGET_MAX_AGE).await.map_err(lookup_err)?.ok_or_else(|| {
+        let server = self.inventory.get(&lookup, TARGET_MAX_AGE).await.map_err(lookup_err)?.ok_or_else(|| {
             CloudError::failed(
                 "ServerNotFound",
                 format!("route for node {node}: no Hetzner Cloud server found ({lookup:?})"),
             )
-        })
+        })?;
+        let gateway = self.gateway_of(route, &server)?;
+        Ok((server, gateway))
     }
 
     /// Sends one change (retrying `locked`) and waits for its action. `Ok(false)` if the API
@@ -296,18 +321,7 @@ impl Routes for HcloudRoutes {
     async fn create_route(&self, _cluster_name: &str, _name_hint: &str, route: &Route) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/CreateRoute");
         let destination = check_destination(route, &self.config.cluster_cidrs)?;
-        let server = self.target(route).await?;
-        let gateway = server.private_ip_in(self.config.network).ok_or_else(|| {
-            CloudError::transient(
-                "ServerNotAttachedToNetwork",
-                format!(
-                    "route for node {}: server {} ({}) is not attached to network {}; retried once it is",
-                    route.target_node, server.name, server.id, self.config.network_name
-                ),
-                None,
-            )
-        })?;
-        check_gateway(route, gateway, &server, &self.config.network_name)?;
+        let (_, gateway) = self.target(route).await?;
         self.upsert(route, destination, gateway).await
     }
 
