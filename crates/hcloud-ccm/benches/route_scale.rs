@@ -5,9 +5,12 @@
 //! 1. burst: time from N kubelets registering at once (each with a pod CIDR, as node IPAM
 //!    assigns them) until every route exists in the network, and until every node is marked
 //!    `NetworkUnavailable=False`; the Hetzner requests that took (from the CCM's start);
-//! 2. steady state at the default flags (watch-based routes, `--route-resync-period=4m`):
-//!    Hetzner requests over a window, per hour; and the time until a route deleted outside
-//!    Kubernetes (in the fake, right after a reconcile: the worst case) is back.
+//!    1b. the same with the route controller alone, for nodes already initialized (the
+//!    routes' own cost);
+//! 2. steady state at the default flags (watch-based routes, `--route-resync-period=4m`): the
+//!    time until a route deleted outside Kubernetes (in the fake, right after a reconcile: the
+//!    worst case) is back, and what that cost; then the Hetzner requests over a window, per
+//!    hour.
 //!
 //! The fake's route actions take BENCH_ACTION_DELAY_MS (default: the fake's 500 ms). The
 //! network takes one change at a time, so the burst needs at least N × that delay; the
@@ -194,6 +197,55 @@ async fn main() {
     assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
     ccm.stop().await.expect("stop");
 
+    // 1b. The route controller alone, for nodes the cloud-node controller already initialized
+    //     (what the routes themselves cost, without the initialization's requests).
+    nodes.delete_collection(&Default::default(), &ListParams::default()).await.expect("delete nodes");
+    while !nodes.list(&ListParams::default()).await.expect("list").items.is_empty() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for cidr in routes_to_pods(&h, net) {
+        h.remove_route(net, &cidr).expect("clear routes");
+    }
+    h.reset_requests();
+    let ccm = start_ccm(&["--controllers=route"]);
+    wait_first_reconcile(&ccm).await;
+    let servers: std::collections::HashMap<String, (u64, String)> = h
+        .snapshot()
+        .servers
+        .iter()
+        .map(|s| (s.name.clone(), (s.id, s.private_net.first().map(|p| p.ip.clone()).unwrap_or_default())))
+        .collect();
+    let started = Instant::now();
+    futures::stream::iter(0..n)
+        .for_each_concurrent(32, |i| {
+            let client = client.clone();
+            let (id, ip) = servers[&format!("node-{i:04}")].clone();
+            async move {
+                NodeBuilder::new(format!("node-{i:04}"))
+                    .without_uninitialized_taint()
+                    .provider_id(format!("hcloud://{id}"))
+                    .address("InternalIP", ip)
+                    .pod_cidrs([pod_cidr(i)])
+                    .register(&client)
+                    .await
+                    .expect("register");
+            }
+        })
+        .await;
+    let all_routes = loop {
+        let have = routes_to_pods(&h, net);
+        if wanted.is_subset(&have) {
+            break started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(3600), "only {}/{n} routes:\n{}", have.len(), ccm.logs());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    println!("\n1b. the route controller alone, {n} initialized nodes registered at once");
+    println!("  every route exists {:.1} s after the first registration", all_routes.as_secs_f64());
+    print_counts("since hcloud-ccm started", &fake);
+    assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
+    ccm.stop().await.expect("stop");
+
     // 2. Steady state at the defaults, the route controller alone (the other controllers'
     //    cost is node_scale's), and a route deleted outside Kubernetes right after a reconcile.
     h.reset_requests();
@@ -201,26 +253,27 @@ async fn main() {
     wait_first_reconcile(&ccm).await;
     print_counts("start-up and first reconcile", &fake);
     h.reset_requests();
-    let window = Instant::now();
+    let deleted = Instant::now();
     let victim = pod_cidr(n / 2);
     h.remove_route(net, &victim).expect("out-of-band deletion");
     let restored = loop {
         if routes_to_pods(&h, net).contains(&victim) {
-            break window.elapsed();
+            break deleted.elapsed();
         }
-        assert!(window.elapsed() < Duration::from_secs(900), "not restored:\n{}", ccm.logs());
+        assert!(deleted.elapsed() < Duration::from_secs(900), "not restored:\n{}", ccm.logs());
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
-    if window.elapsed() < steady {
-        tokio::time::sleep(steady - window.elapsed()).await;
-    }
-    let secs = window.elapsed().as_secs_f64();
-    println!("\n2. steady state, default route flags, {n} nodes, window {secs:.0} s");
+    println!("\n2. steady state, default route flags, {n} nodes");
     println!(
         "  a route deleted outside Kubernetes right after a reconcile was back after {:.1} s",
         restored.as_secs_f64()
     );
-    let total = print_counts("in the window (incl. restoring that route)", &fake);
+    print_counts("noticing and restoring it", &fake);
+    h.reset_requests();
+    let window = Instant::now();
+    tokio::time::sleep(steady).await;
+    let secs = window.elapsed().as_secs_f64();
+    let total = print_counts(&format!("then, in a window of {secs:.0} s"), &fake);
     println!("  ⇒ {:.1} Hetzner requests/hour", total as f64 * 3600.0 / secs);
     assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
     ccm.stop().await.expect("stop");
