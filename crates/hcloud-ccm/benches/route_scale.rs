@@ -18,7 +18,8 @@
 //!
 //! Run: `cargo bench -p hcloud-ccm --bench route_scale`
 //! Knobs (env): BENCH_NODES (default 500), BENCH_ACTION_DELAY_MS (default 500),
-//! BENCH_STEADY_SECS (default 600), BENCH_CCM_ARGS (extra flags for both phases).
+//! BENCH_STEADY_SECS (default 600), BENCH_CCM_ARGS (extra flags for both phases),
+//! BENCH_RUST_LOG (the CCM's RUST_LOG, default warn).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
@@ -107,6 +108,7 @@ async fn main() {
     let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
     let cluster_cidr = format!("--cluster-cidr={CLUSTER_CIDR}");
     let endpoint = fake.base_url();
+    let log = std::env::var("BENCH_RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
     let start_ccm = |flags: &[&str]| {
         let mut args: Vec<&str> = vec![
             "--cloud-provider=hcloud",
@@ -126,7 +128,7 @@ async fn main() {
                 ("HCLOUD_TOKEN", TOKEN),
                 ("HCLOUD_ENDPOINT", &endpoint),
                 ("HCLOUD_NETWORK", "k8s"),
-                ("RUST_LOG", "warn"),
+                ("RUST_LOG", &log),
                 ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
             ],
             "hcloud-ccm",
@@ -193,6 +195,11 @@ async fn main() {
     println!("  until every route existed, since hcloud-ccm started: {} Hetzner API requests", burst_requests.total);
     for (endpoint, count) in &burst_requests.by_endpoint {
         println!("    {count:>6}  {endpoint}");
+    }
+    if std::env::var("BENCH_RUST_LOG").is_ok() {
+        for line in ccm.logs().lines().filter(|l| !l.contains("INFO") || l.contains("reconciling routes")) {
+            println!("  | {line}");
+        }
     }
     assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
     ccm.stop().await.expect("stop");

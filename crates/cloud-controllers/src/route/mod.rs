@@ -141,6 +141,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Enqueues a reconcile for a node event at most one `min_interval` after the last one
+/// started (upstream's 10 s token bucket). A burst of events waits for the next slot and is
+/// covered by one reconcile: when the slot comes, the event is dropped if a reconcile started
+/// after it arrived (that reconcile read the node cache with the event in it).
+fn enqueue_paced(queue: &WorkQueue<String>, last_start: &Arc<Mutex<Option<Instant>>>, min_interval: Duration) {
+    let arrived = Instant::now();
+    let Some(last) = *lock(last_start) else {
+        queue.add(KEY.to_owned());
+        return;
+    };
+    let due = last + min_interval;
+    if due <= arrived {
+        queue.add(KEY.to_owned());
+        return;
+    }
+    let (queue, last_start) = (queue.clone(), last_start.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep_until(due) => {}
+            _ = queue.shutdown_token().cancelled() => return,
+        }
+        if lock(&last_start).is_none_or(|started| started < arrived) {
+            queue.add(KEY.to_owned());
+        }
+    });
+}
+
 /// The route controller.
 pub struct RouteController<R: Routes> {
     reconciler: Arc<RouteReconciler<R>>,
@@ -184,11 +211,7 @@ impl<R: Routes> RouteController<R> {
                     Change::Applied { old: Some(old), new } => update_needs_reconcile(old, new),
                 };
                 if relevant {
-                    // At most one reconcile per `min_interval`: a burst of events waits for
-                    // the next slot and is covered by one reconcile.
-                    let last = *lock(&last);
-                    let delay = last.map(|t| (t + min_interval).saturating_duration_since(Instant::now()));
-                    q.add_after(KEY.to_owned(), delay.unwrap_or_default());
+                    enqueue_paced(&q, &last, min_interval);
                 }
             });
         }

@@ -793,3 +793,67 @@ fn nodes_waiting_for_initialization_are_left_for_later() {
     let plan = plan_routes(&[Arc::new(n)], &[r], &cidrs(&["10.120.0.0/16"]));
     assert!(plan.deletions.is_empty() && plan.creations() == 0 && plan.nodes.is_empty(), "{plan:?}");
 }
+
+mod pacing {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use controller_runtime::{ExponentialBackoff, WorkQueue};
+    use tokio::time::Instant;
+    use tokio_util::sync::CancellationToken;
+
+    use super::super::enqueue_paced;
+
+    const SLOT: Duration = Duration::from_secs(10);
+
+    fn queue() -> WorkQueue<String> {
+        WorkQueue::new("test", ExponentialBackoff::CONTROLLER_DEFAULT, CancellationToken::new())
+    }
+
+    async fn settle() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_wait_for_the_next_slot_and_one_reconcile_covers_a_burst() {
+        let q = queue();
+        let last = Arc::new(Mutex::new(None));
+        // Never reconciled, or long ago: at once.
+        enqueue_paced(&q, &last, SLOT);
+        assert_eq!(q.len(), 1);
+        let key = q.get().await.expect("key");
+        *last.lock().expect("lock") = Some(Instant::now());
+        q.done(&key);
+        // A burst right after a reconcile started: nothing before the slot, one key then.
+        for _ in 0..50 {
+            enqueue_paced(&q, &last, SLOT);
+            tokio::time::advance(Duration::from_millis(20)).await;
+        }
+        settle().await;
+        assert!(q.is_empty(), "not before the slot");
+        tokio::time::advance(SLOT).await;
+        settle().await;
+        assert_eq!(q.len(), 1, "one reconcile for the burst");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_a_later_reconcile_already_saw_is_dropped() {
+        let q = queue();
+        let last = Arc::new(Mutex::new(Some(Instant::now())));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        enqueue_paced(&q, &last, SLOT);
+        // Another trigger (a backoff retry) starts a reconcile before the slot.
+        tokio::time::advance(Duration::from_secs(4)).await;
+        *last.lock().expect("lock") = Some(Instant::now());
+        tokio::time::advance(Duration::from_secs(6)).await;
+        settle().await;
+        assert!(q.is_empty(), "the reconcile at +5 s read the cache with the event in it");
+        // An event during that reconcile is not covered by it: it gets the next slot.
+        enqueue_paced(&q, &last, SLOT);
+        tokio::time::advance(SLOT).await;
+        settle().await;
+        assert_eq!(q.len(), 1);
+    }
+}
