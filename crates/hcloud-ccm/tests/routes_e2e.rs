@@ -2,6 +2,8 @@
 //! kube-apiserver + etcd, the Hetzner fake, and the `hcloud-ccm` binary with the official
 //! chart's route flags (`--allocate-node-cidrs=true --cluster-cidr=...`, watch-based routes).
 
+#![allow(clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::Duration;

@@ -403,7 +403,7 @@ mod tests {
                 "HCLOUD_NETWORK_ROUTES_ENABLED has no effect without HCLOUD_NETWORK: routes live in a private network"
             ]
         );
-        let err = c(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_NETWORK_ROUTES_ENABLED", "maybe")]).err().expect("invalid");
+        let err = c(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_NETWORK_ROUTES_ENABLED", "maybe")]).expect_err("invalid");
         assert_eq!(
             err.0,
             vec!["HCLOUD_NETWORK_ROUTES_ENABLED: \"maybe\" is not a boolean; accepted: true, false, 1, 0, t, f"]

@@ -701,14 +701,14 @@ fn routes_are_matched_to_nodes_by_provider_id_first() {
     // The cloud names the instance differently from the node: matched by provider ID.
     let mut r = route("01", "server-7", "10.0.1.1", "10.120.0.0/24", false, false);
     r.target_provider_id = "fake://7".to_owned();
-    let plan = plan_routes(&[n.clone()], &[r.clone()], &cidrs(&["10.120.0.0/16"]));
+    let plan = plan_routes(std::slice::from_ref(&n), std::slice::from_ref(&r), &cidrs(&["10.120.0.0/16"]));
     assert!(plan.deletions.is_empty() && plan.creations() == 0, "{plan:?}");
     assert_eq!(plan.nodes["k8s-worker-1"].actions["10.120.0.0/24"], RouteAction::Keep);
 
     // A route naming the node but another instance belongs to nobody: replaced.
     let mut stale = route("01", "k8s-worker-1", "10.0.1.1", "10.120.0.0/24", false, false);
     stale.target_provider_id = "fake://6".to_owned();
-    let plan = plan_routes(&[n.clone()], &[stale.clone()], &cidrs(&["10.120.0.0/16"]));
+    let plan = plan_routes(std::slice::from_ref(&n), std::slice::from_ref(&stale), &cidrs(&["10.120.0.0/16"]));
     assert_eq!(plan.deletions, vec![stale]);
     assert_eq!(plan.creations(), 1);
     let created = &plan.nodes["k8s-worker-1"].creations[0];
@@ -741,7 +741,7 @@ fn routes_outside_the_cluster_cidrs_are_never_deleted() {
 fn nodes_with_routes_but_no_pod_cidrs_lose_them_and_are_marked_unavailable() {
     let n = Arc::new(node("node-1", "01", &[], "10.0.1.1"));
     let r = route("01", "node-1", "10.0.1.1", "10.120.0.0/24", false, false);
-    let plan = plan_routes(&[n], &[r.clone()], &cidrs(&["10.120.0.0/16"]));
+    let plan = plan_routes(&[n], std::slice::from_ref(&r), &cidrs(&["10.120.0.0/16"]));
     assert_eq!(plan.deletions, vec![r]);
     let entry = &plan.nodes["node-1"];
     assert!(entry.actions.is_empty());
