@@ -23,19 +23,17 @@ fn initialized(n: Option<&Node>) -> bool {
 }
 
 /// Starts replica A (which must acquire) and replica B (which must stand by) on `lease`.
-fn leader_and_standby<'a>(
-    env: &'a Env,
-    lease: &'a str,
-    a_kubeconfig: &'a std::path::Path,
-    a_env: &'a [(&'a str, &'a str)],
-) -> impl std::future::Future<Output = (ChildProcess, ChildProcess)> + 'a {
-    async move {
-        let a = env.spawn_replica_with("replica-a", TOKEN_A, a_kubeconfig, lease, a_env);
-        a.wait_for_log(ACQUIRED, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", a.logs()));
-        let b = env.spawn_replica("replica-b", TOKEN_B, env.cp.ccm_kubeconfig(), lease);
-        b.wait_for_log(WAITING, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
-        (a, b)
-    }
+async fn leader_and_standby(
+    env: &Env,
+    lease: &str,
+    a_kubeconfig: &std::path::Path,
+    a_env: &[(&str, &str)],
+) -> (ChildProcess, ChildProcess) {
+    let a = env.spawn_replica_with("replica-a", TOKEN_A, a_kubeconfig, lease, a_env);
+    a.wait_for_log(ACQUIRED, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", a.logs()));
+    let b = env.spawn_replica("replica-b", TOKEN_B, env.cp.ccm_kubeconfig(), lease);
+    b.wait_for_log(WAITING, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
+    (a, b)
 }
 
 /// `METHOD /path` of every request sent with `token`.
