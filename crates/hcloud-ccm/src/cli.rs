@@ -25,6 +25,7 @@ fn env_help() -> String {
     version,
     about,
     args_override_self = true,
+    mut_arg("cloud_provider", |a| a.help("Cloud provider name: hcloud")),
     after_long_help = env_help(),
     after_help = "Run with --help for the environment variables."
 )]
