@@ -22,7 +22,6 @@ const DEFAULT_PROVIDER_NAME: &str = "fake";
 /// An error the fake returns. `CloudError` is not `Clone`, and Go's fake hands out the same
 /// error value on every call, so the fake keeps a recipe and builds a fresh error each time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // Some variants are used by the upstream test ports (next commit).
 pub(crate) enum FakeError {
     /// `cloudprovider.NotImplemented`.
     NotImplemented,
@@ -99,6 +98,11 @@ pub(crate) struct FakeBalancers {
     /// `Err` as the load balancer methods see it (upstream shares one `Err` with the address
     /// and zone lookups; those read [`Fake::err`]).
     pub err: Option<FakeError>,
+    /// Only for `UpdateLoadBalancer`, overriding `err` (not upstream's: its fake cannot fail
+    /// an update while `GetLoadBalancer` answers).
+    pub update_err: Option<FakeError>,
+    /// Only for `EnsureLoadBalancerDeleted`, overriding `err` (not upstream's, likewise).
+    pub delete_err: Option<FakeError>,
     /// `ExternalIP` (the ingress IP of every status; upstream's zero value prints `<nil>`,
     /// which an API server refuses, so tests set one).
     pub external_ip: Option<String>,
@@ -183,7 +187,6 @@ impl Fake {
     }
 
     /// `ClearCalls`.
-    #[allow(dead_code)] // Used by the upstream test ports (next commit).
     pub(crate) fn clear_calls(&self) {
         self.calls.lock().expect("calls lock").clear();
     }
@@ -392,12 +395,20 @@ impl LoadBalancer for Fake {
         if let Some(cb) = &self.update_call_cb {
             cb(call).await;
         }
-        self.lb_result(())
+        let update_err = self.lb().update_err.clone();
+        match update_err {
+            Some(e) => Err(e.to_cloud()),
+            None => self.lb_result(()),
+        }
     }
 
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, _service: &Service) -> Result<(), CloudError> {
         self.add_call("delete").await;
-        self.lb_result(())
+        let delete_err = self.lb().delete_err.clone();
+        match delete_err {
+            Some(e) => Err(e.to_cloud()),
+            None => self.lb_result(()),
+        }
     }
 }
 

@@ -12,8 +12,8 @@ use kube::runtime::watcher;
 use test_harness::{ControlPlane, NodeBuilder, Ready, set_ready, unique_name, wait_for, wait_until};
 use tokio_util::sync::CancellationToken;
 
-use super::{ServiceController, ServiceControllerConfig};
-use crate::testing::{Fake, FakeCloud};
+use super::{ServiceController, ServiceControllerConfig, service_key};
+use crate::testing::{Fake, FakeCloud, FakeError};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 const EXTERNAL_IP: &str = "192.0.2.10";
@@ -266,4 +266,132 @@ async fn service_lifecycle_end_to_end() {
     env.wait_service("web", "the service to be gone", |s| s.is_none()).await;
     assert_eq!(env.cloud.calls().iter().filter(|c| *c == "delete").count(), deletes + 1);
     env.cleanup_nodes(&[&n1, &n3, &n4]).await;
+}
+
+/// The class selector end to end, on whatever API server runs the test: where the server keeps
+/// `spec.loadBalancerClass` (1.21+), a controller for class `example.com/cloud-lb` manages
+/// exactly that class and leaves class-less Services alone; where it prunes the field (the
+/// local 1.20 server), every Service arrives class-less, so that controller manages none of
+/// them (the planner tests cover the selector on its own).
+#[tokio::test]
+async fn the_class_selector_end_to_end() {
+    let env = Env::new(Fake::default()).await;
+    let node = unique_name("n");
+    env.add_node(&node).await;
+    // One worker: keys are handled in the order they were queued.
+    env.run_controller(ServiceControllerConfig {
+        workers: 1,
+        load_balancer_class: Some("example.com/cloud-lb".to_owned()),
+        ..Default::default()
+    });
+    let ours = env.create_lb_service("ours", Some("example.com/cloud-lb")).await;
+    env.create_lb_service("classless", None).await;
+    // A barrier every controller handles, whatever its class: a ClusterIP Service carrying the
+    // cleanup finalizer is cleaned up (finalizer removed). Once that happened, the two
+    // Services above were handled or skipped.
+    let barrier = Service {
+        metadata: ObjectMeta {
+            name: Some("barrier".to_owned()),
+            finalizers: Some(vec![FINALIZER_LOAD_BALANCER_CLEANUP.to_owned()]),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_owned()),
+            ports: Some(vec![ServicePort { port: 80, ..Default::default() }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    env.services().create(&PostParams::default(), &barrier).await.expect("barrier");
+    env.wait_service("barrier", "the barrier cleaned up", |s| !has_finalizer(s)).await;
+
+    let kept = ours.spec.as_ref().and_then(|s| s.load_balancer_class.as_deref()) == Some("example.com/cloud-lb");
+    let ensured: Vec<String> = env.cloud.lb().ensure_calls.iter().map(|c| service_key(&c.service)).collect();
+    let classless = env.services().get("classless").await.expect("get");
+    assert!(!has_finalizer(Some(&classless)), "a class-less Service is left to another implementation");
+    if kept {
+        assert_eq!(ensured, vec![format!("{}/ours", env.namespace)], "exactly our class was ensured");
+        env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
+    } else {
+        assert!(ensured.is_empty(), "the server pruned the class: nothing is ours ({ensured:?})");
+        let ours = env.services().get("ours").await.expect("get");
+        assert!(!has_finalizer(Some(&ours)));
+    }
+    env.cleanup_nodes(&[&node]).await;
+}
+
+/// A Service whose cleanup finalizer someone removed can vanish at once; the controller still
+/// remembers it and deletes its load balancer (upstream ignores such deletions).
+#[tokio::test]
+async fn a_service_deleted_without_the_finalizer_still_loses_its_load_balancer() {
+    let env = Env::new(Fake::default()).await;
+    env.run_controller(ServiceControllerConfig::default());
+    env.create_lb_service("web", None).await;
+    env.wait_service("web", "managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
+    env.services()
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("finalizer removed by hand");
+    assert!(!env.cloud.calls().contains(&"delete".to_owned()));
+    env.services().delete("web", &DeleteParams::default()).await.expect("delete");
+    env.wait_service("web", "gone", |s| s.is_none()).await;
+    wait_until(PATIENCE, "the load balancer to be deleted", async || env.cloud.calls().contains(&"delete".to_owned()))
+        .await
+        .expect("deleted");
+    env.wait_for_events("web", &["DeletingLoadBalancer", "DeletedLoadBalancer"]).await;
+}
+
+/// A provider outage: the sync fails with upstream's event and is retried with backoff; once
+/// the provider answers again, the Service converges. A provider's `Retry` error is retried
+/// after its own delay.
+#[tokio::test]
+async fn failures_are_reported_and_retried_until_the_provider_recovers() {
+    let env = Env::new(Fake::default()).await;
+    env.cloud.lb().err = Some(FakeError::Transient("the cloud is down"));
+    env.run_controller(ServiceControllerConfig::default());
+    env.create_lb_service("web", None).await;
+    env.wait_for_events("web", &["EnsuringLoadBalancer", "SyncLoadBalancerFailed"]).await;
+    let events = test_harness::events_for(&env.admin, "Service", "web").await.expect("events");
+    let failed = events.iter().find(|e| e.reason == "SyncLoadBalancerFailed").expect("failed event");
+    assert_eq!(failed.type_, "Warning");
+    assert_eq!(failed.message, "Error syncing load balancer: failed to ensure load balancer: the cloud is down");
+    let svc = env.services().get("web").await.expect("get");
+    assert!(has_finalizer(Some(&svc)), "the finalizer went on before the provider was asked");
+    assert!(ingress_ips(Some(&svc)).is_empty());
+
+    // "Pending" for a second, then fine: retried after the requested delay.
+    env.cloud.lb().err = Some(FakeError::Retry("load balancer is being created", Duration::from_secs(1)));
+    let attempts = env.ensure_hosts().len();
+    wait_until(PATIENCE, "a retry after the requested delay", async || env.ensure_hosts().len() > attempts + 1)
+        .await
+        .expect("retried");
+    env.cloud.lb().err = None;
+    env.wait_service("web", "converged", |s| ingress_ips(s) == [EXTERNAL_IP]).await;
+    env.wait_for_events("web", &["EnsuredLoadBalancer"]).await;
+}
+
+/// Several Services with several workers: each gets its load balancer, one ensure each.
+#[tokio::test]
+async fn several_services_with_several_workers() {
+    let env = Env::new(Fake::default()).await;
+    let node = unique_name("n");
+    env.add_node(&node).await;
+    env.run_controller(ServiceControllerConfig { workers: 3, ..Default::default() });
+    let names: Vec<String> = (0..6).map(|i| format!("svc-{i}")).collect();
+    for name in &names {
+        env.create_lb_service(name, None).await;
+    }
+    for name in &names {
+        env.wait_service(name, "managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
+    }
+    let mut ensured: Vec<String> = env.cloud.lb().ensure_calls.iter().map(|c| service_key(&c.service)).collect();
+    ensured.sort();
+    let mut expected: Vec<String> = names.iter().map(|n| format!("{}/{n}", env.namespace)).collect();
+    expected.sort();
+    assert_eq!(ensured, expected, "exactly one ensure per Service");
+    env.cleanup_nodes(&[&node]).await;
 }

@@ -35,9 +35,13 @@ mod cache;
 #[cfg(test)]
 mod e2e_tests;
 pub mod filter;
+#[cfg(test)]
+mod fixtures;
 pub mod nodes;
 pub mod plan;
 pub mod sync;
+#[cfg(test)]
+mod sync_tests;
 #[cfg(test)]
 mod tests;
 

@@ -545,7 +545,6 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     /// Sets the nodes a Service's load balancer was last synced with (tests port upstream's
     /// direct writes to `lastSyncedNodes`).
     #[cfg(test)]
-    #[allow(dead_code)] // Used by the upstream test ports (next commit).
     pub(crate) fn store_last_synced_nodes(&self, key: &str, nodes: Vec<Arc<Node>>) {
         lock(&self.last_synced_nodes).insert(key.to_owned(), nodes);
     }
