@@ -24,6 +24,9 @@ use super::nodes::{NodeListError, NodeLister};
 use super::sync::{ServiceSyncer, SyncerParts};
 use crate::testing::{Fake, FakeCloud};
 
+/// How long a test waits for the API server or the controller.
+pub(crate) const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Upstream's `region`.
 pub(crate) const REGION: &str = "us-central";
 /// The fake's ingress IP (upstream leaves `ExternalIP` nil, which prints as `<nil>`; an API
@@ -384,4 +387,20 @@ impl TestController {
         log.clear();
         n
     }
+}
+
+/// Waits for an event with `reason` about Service `ns/name` and returns it.
+pub(crate) async fn wait_for_event_in(
+    c: &TestController,
+    ns: &str,
+    name: &str,
+    reason: &str,
+) -> test_harness::ObservedEvent {
+    let description = format!("{reason} about {ns}/{name}");
+    test_harness::wait_for_value(PATIENCE, &description, async || {
+        let events = test_harness::events_for(&c.admin, "Service", name).await.ok()?;
+        events.into_iter().find(|e| e.namespace == ns && e.reason == reason)
+    })
+    .await
+    .expect("event")
 }

@@ -37,8 +37,12 @@ mod e2e_tests;
 pub mod filter;
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod node_sync_tests;
 pub mod nodes;
 pub mod plan;
+#[cfg(test)]
+mod plan_tests;
 pub mod sync;
 #[cfg(test)]
 mod sync_tests;
