@@ -222,6 +222,9 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         self.cache.delete(key);
         lock(&self.last_synced_nodes).remove(key);
         lock(&self.status_echo).remove(key);
+        // Drop the locks nobody holds (only the map refers to them; a later sync creates a
+        // new one), so the map does not grow with every Service ever seen.
+        lock(&self.locks).retain(|_, l| Arc::strong_count(l) > 1);
     }
 
     /// Upstream `processLoadBalancerDelete`, for a Service that is gone or was replaced.
