@@ -27,7 +27,7 @@ struct Balancers(Mutex<BTreeMap<String, Vec<String>>>);
 
 impl Balancers {
     fn get(&self) -> BTreeMap<String, Vec<String>> {
-        self.0.lock().expect("lock").clone()
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -45,14 +45,14 @@ impl LoadBalancer for Balancers {
         nodes: &[Node],
     ) -> Result<LoadBalancerStatus, CloudError> {
         let hosts = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
-        self.0.lock().expect("lock").insert(default_load_balancer_name(svc), hosts);
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(default_load_balancer_name(svc), hosts);
         Ok(status())
     }
     async fn update_load_balancer(&self, _: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
         self.ensure_load_balancer("", svc, nodes).await.map(|_| ())
     }
     async fn ensure_load_balancer_deleted(&self, _: &str, svc: &Service) -> Result<(), CloudError> {
-        self.0.lock().expect("lock").remove(&default_load_balancer_name(svc));
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&default_load_balancer_name(svc));
         Ok(())
     }
 }
