@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use cloud_provider::Cloud;
 use controller_runtime::{ControllerIo, Informer, RuntimeMetrics, Synced};
+use controller_serving::MetricsRegistry;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -108,6 +109,7 @@ pub struct ControllerContext<C: Cloud> {
     clients: ClientFactory,
     field_manager: String,
     metrics: RuntimeMetrics,
+    registry: MetricsRegistry,
 }
 
 impl<C: Cloud> ControllerContext<C> {
@@ -121,7 +123,21 @@ impl<C: Cloud> ControllerContext<C> {
         metrics: RuntimeMetrics,
         stop: CancellationToken,
     ) -> Self {
-        ControllerContext { cloud, options, informers, stop, clients, field_manager: field_manager.to_owned(), metrics }
+        let field_manager = field_manager.to_owned();
+        let registry = MetricsRegistry::new();
+        ControllerContext { cloud, options, informers, stop, clients, field_manager, metrics, registry }
+    }
+
+    /// Controllers register their own metrics in `registry` (the one served on `/metrics`);
+    /// without it they go to a registry nobody serves.
+    pub fn with_metrics_registry(mut self, registry: MetricsRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// The registry served on `/metrics`, for a controller's own metrics.
+    pub fn metrics_registry(&self) -> &MetricsRegistry {
+        &self.registry
     }
 
     /// The client factory (for users other than controllers, e.g. leader election).

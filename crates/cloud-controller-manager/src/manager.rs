@@ -166,7 +166,8 @@ impl Manager {
             identity.field_manager,
             runtime_metrics,
             stop.clone(),
-        );
+        )
+        .with_metrics_registry(registry.clone());
         let controllers = build_controllers(&mut ctx)?;
         // Every informer a controller asked for (Nodes, and Services with a service controller).
         let synced = ctx.informers.synced();

@@ -119,12 +119,13 @@ async fn the_manager_runs_the_service_controller() {
     let options = args.manager.validate("test").expect("valid");
     let manager = Manager::new(IDENTITY, options);
     let health = manager.health();
+    let registry = manager.metrics();
     let balancers = Arc::new(Balancers::default());
     let shutdown = CancellationToken::new();
-    let run = tokio::spawn(manager.run(Arc::new(LbOnly(balancers.clone())), shutdown.clone()));
-
+    // Registered before the manager starts: its controllers start once the first list is in.
     let node = unique_name("mgr-node");
     NodeBuilder::new(&node).without_uninitialized_taint().register(&admin).await.expect("node");
+    let run = tokio::spawn(manager.run(Arc::new(LbOnly(balancers.clone())), shutdown.clone()));
     let ns = unique_name("mgr");
     let namespace =
         Namespace { metadata: ObjectMeta { name: Some(ns.clone()), ..Default::default() }, ..Default::default() };
@@ -156,6 +157,25 @@ async fn the_manager_runs_the_service_controller() {
     let name = default_load_balancer_name(&created);
     assert!(balancers.get().get(&name).is_some_and(|hosts| hosts.contains(&node)), "{:?}", balancers.get());
 
+    // A new node reaches the load balancer through a node sync, counted in upstream's metrics.
+    let node2 = unique_name("mgr-node");
+    NodeBuilder::new(&node2).without_uninitialized_taint().register(&admin).await.expect("node 2");
+    wait_until(PATIENCE, "the new node to back the load balancer", async || {
+        balancers.get().get(&name).is_some_and(|hosts| hosts.contains(&node2))
+    })
+    .await
+    .expect("updated");
+    let text = registry.encode().expect("metrics");
+    for needle in [
+        "service_controller_loadbalancer_sync_total 1",
+        "service_controller_update_loadbalancer_host_latency_seconds_count 1",
+        "service_controller_nodesync_error_total 0",
+        "workqueue_adds_total{name=\"service\"}",
+        "controller_reconcile_total{controller=\"service-lb-controller\",result=\"success\"}",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+
     // Readiness covers the Service informer too.
     wait_until(PATIENCE, "informer-sync to pass", async || {
         health.run_one(Probe::Readyz, "informer-sync") == Some(Outcome::Passed)
@@ -174,5 +194,7 @@ async fn the_manager_runs_the_service_controller() {
 
     shutdown.cancel();
     tokio::time::timeout(PATIENCE, run).await.expect("stops in time").expect("joins").expect("clean stop");
-    let _ = Api::<Node>::all(admin).delete(&node, &DeleteParams::default()).await;
+    for n in [&node, &node2] {
+        let _ = Api::<Node>::all(admin.clone()).delete(n, &DeleteParams::default()).await;
+    }
 }

@@ -347,6 +347,7 @@ impl TestController {
             client: client.clone(),
             params: kube::api::PatchParams::default(),
             events: EventRecorder::new(client, super::EVENT_COMPONENT),
+            metrics: super::ServiceMetrics::default(),
         }));
         TestController { syncer, cloud, nodes, services, requests, admin }
     }

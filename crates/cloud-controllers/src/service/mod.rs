@@ -37,6 +37,7 @@ mod e2e_tests;
 pub mod filter;
 #[cfg(test)]
 mod fixtures;
+mod metrics;
 #[cfg(test)]
 mod node_sync_tests;
 pub mod nodes;
@@ -63,6 +64,7 @@ use tracing::info;
 
 pub use cache::{CachedService, ServiceCache};
 use filter::{needs_cleanup, needs_update, wants_load_balancer};
+pub use metrics::ServiceMetrics;
 use nodes::should_sync_updated_node;
 pub use sync::{ServiceSyncer, SyncError, SyncerParts, service_key};
 
@@ -160,6 +162,7 @@ impl<L: LoadBalancer> ServiceController<L> {
             client: io.client.clone(),
             params: io.patch_params(),
             events: io.events(EVENT_COMPONENT),
+            metrics: ServiceMetrics::default(),
         }));
         ServiceController {
             syncer,
@@ -169,6 +172,11 @@ impl<L: LoadBalancer> ServiceController<L> {
             io,
             workers: config.workers.max(1),
         }
+    }
+
+    /// Upstream's service controller metrics, to register with the manager's registry.
+    pub fn metrics(&self) -> ServiceMetrics {
+        self.syncer.metrics().clone()
     }
 
     /// Runs the Service workers and the node sync until the shutdown token fires, once both

@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 
 use super::cache::{CachedService, ServiceCache};
 use super::filter::wants_load_balancer;
+use super::metrics::ServiceMetrics;
 use super::nodes::{
     NodeListError, NodeLister, STABLE_NODE_SET_PREDICATES, filter_with_predicates, list_with_predicates,
     loggable_node_names, nodes_sufficiently_equal,
@@ -129,6 +130,7 @@ pub struct ServiceSyncer<L: LoadBalancer> {
     /// One lock per Service: a node sync never calls the provider for a load balancer while a
     /// Service sync does (upstream's `lockedUpdateLoadBalancerHosts` names that intent).
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    metrics: ServiceMetrics,
 }
 
 /// How [`ServiceSyncer`] reaches its surroundings.
@@ -149,6 +151,8 @@ pub struct SyncerParts<L: LoadBalancer> {
     pub params: PatchParams,
     /// Events, as `service-controller`.
     pub events: EventRecorder,
+    /// Upstream's service controller metrics.
+    pub metrics: ServiceMetrics,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -159,7 +163,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl<L: LoadBalancer> ServiceSyncer<L> {
     /// A syncer with an empty cache.
     pub fn new(parts: SyncerParts<L>) -> Self {
-        let SyncerParts { balancer, cluster_name, class, services, nodes, client, params, events } = parts;
+        let SyncerParts { balancer, cluster_name, class, services, nodes, client, params, events, metrics } = parts;
         ServiceSyncer {
             balancer,
             cluster_name,
@@ -173,7 +177,13 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             last_synced_nodes: Mutex::default(),
             status_echo: Mutex::default(),
             locks: Mutex::default(),
+            metrics,
         }
+    }
+
+    /// The controller's metrics.
+    pub fn metrics(&self) -> &ServiceMetrics {
+        &self.metrics
     }
 
     fn class(&self) -> Option<&str> {
@@ -431,6 +441,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         let services = self.cache.all_services();
         let total = services.len();
         let retry = self.update_load_balancer_hosts(&services, workers).await;
+        ServiceMetrics::observe(&self.metrics.nodesync_latency, started.elapsed());
         debug!(
             services = total,
             failed = retry.len(),
@@ -470,6 +481,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             Ok(nodes) => nodes,
             Err(e) => {
                 warn!(error = %e, "failed to retrieve node list");
+                self.metrics.nodesync_error.inc();
                 return true;
             }
         };
@@ -489,6 +501,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             Ok(()) => false,
             Err(e) => {
                 warn!(service = %key, error = %e, "failed to update load balancer hosts");
+                self.metrics.nodesync_error.inc();
                 true
             }
         }
@@ -505,7 +518,11 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         info!(service = %key, nodes = hosts.len(), names = ?loggable_node_names(hosts), "updating load balancer backends");
         let reference = object_ref(service);
         let nodes: Vec<Node> = hosts.iter().map(|n| Node::clone(n)).collect();
-        let err = match self.balancer.update_load_balancer(&self.cluster_name, service, &nodes).await {
+        self.metrics.loadbalancer_sync.inc();
+        let started = std::time::Instant::now();
+        let result = self.balancer.update_load_balancer(&self.cluster_name, service, &nodes).await;
+        ServiceMetrics::observe(&self.metrics.update_host_latency, started.elapsed());
+        let err = match result {
             Ok(()) => {
                 if hosts.is_empty() {
                     self.events
