@@ -21,6 +21,8 @@ const EXTERNAL_IP: &str = "192.0.2.10";
 /// A namespace of its own, nodes labelled for this test only, and a running controller.
 pub(crate) struct Env {
     pub client: kube::Client,
+    /// Every request the controller's client sent.
+    pub requests: super::fixtures::RequestLog,
     pub admin: kube::Client,
     pub namespace: String,
     pub group: String,
@@ -39,7 +41,7 @@ impl Env {
     pub async fn new(fake: Fake) -> Env {
         let cp = ControlPlane::shared().await.expect("control plane");
         let admin = cp.admin_client().await.expect("admin client");
-        let client = cp.ccm_client().await.expect("ccm client");
+        let (client, requests) = super::fixtures::recording_client().await;
         let namespace = unique_name("svc");
         let ns = Namespace {
             metadata: ObjectMeta { name: Some(namespace.clone()), ..Default::default() },
@@ -53,7 +55,7 @@ impl Env {
             lb.external_ip = Some(EXTERNAL_IP.to_owned());
         }
         let cloud = FakeCloud::from(fake);
-        Env { client, admin, namespace, group, cloud, stop: CancellationToken::new() }
+        Env { client, requests, admin, namespace, group, cloud, stop: CancellationToken::new() }
     }
 
     /// Starts a controller (as the CCM's RBAC-restricted user) with `config`.
@@ -394,4 +396,57 @@ async fn several_services_with_several_workers() {
     expected.sort();
     assert_eq!(ensured, expected, "exactly one ensure per Service");
     env.cleanup_nodes(&[&node]).await;
+}
+
+/// `ipMode` end to end, on whatever API server runs the test: the provider reports
+/// `ipMode: Proxy`; a server that keeps the field (1.29+) stores it, one that drops it (the local
+/// 1.20 server) stores the IP alone. Either way the status is written once: a second sync with
+/// the same answer sends no status patch (upstream would send one on every sync to a server
+/// that drops the field).
+#[tokio::test]
+async fn ip_mode_is_written_once_whatever_the_server_keeps() {
+    let env = Env::new(Fake::default()).await;
+    env.cloud.lb().ip_mode = Some(cloud_provider::IpMode::Proxy);
+    env.run_controller(ServiceControllerConfig::default());
+    env.create_lb_service("web", None).await;
+    let svc = env.wait_service("web", "status", |s| ingress_ips(s) == [EXTERNAL_IP]).await;
+    let ip_mode = |s: Option<&Service>| {
+        s.and_then(|s| s.status.as_ref())
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref())
+            .and_then(|i| i.first())
+            .and_then(|i| i.ip_mode.clone())
+    };
+    let stored = ip_mode(svc.as_ref());
+    assert!(stored.is_none() || stored.as_deref() == Some("Proxy"), "{stored:?}");
+
+    // A second sync (an annotation change is one of needsUpdate's triggers).
+    env.services()
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"annotations": {"resync": "1"}}})),
+        )
+        .await
+        .expect("annotate");
+    let ensured_twice = async || {
+        let events = test_harness::events_for(&env.admin, "Service", "web").await.unwrap_or_default();
+        events.iter().any(|e| e.namespace == env.namespace && e.reason == "EnsuredLoadBalancer" && e.count >= 2)
+    };
+    wait_until(PATIENCE, "a second EnsuredLoadBalancer", ensured_twice).await.expect("second sync");
+    // One worker handles keys one after the other: once another Service is done, the second
+    // sync of this one is complete (its status write, if any, included).
+    env.create_lb_service("barrier", None).await;
+    env.wait_service("barrier", "the barrier's status", |s| ingress_ips(s) == [EXTERNAL_IP]).await;
+    assert_eq!(env.ensure_hosts().len(), 3);
+    let status_patches = env
+        .requests
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|(m, p)| m == "PATCH" && p.ends_with("/services/web/status"))
+        .count();
+    assert_eq!(status_patches, 2, "one finalizer patch and one status patch, nothing on the second sync");
+    let svc = env.services().get("web").await.expect("get");
+    assert_eq!(ip_mode(Some(&svc)), stored, "unchanged");
 }
