@@ -296,7 +296,6 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     ) -> Result<(Operation, bool), SyncError> {
         let op = operation(service, self.class());
         let reference = object_ref(service);
-        let answered = true;
         let new_status = match op {
             Operation::Delete => {
                 let exists = self
@@ -342,11 +341,12 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         };
         match self.patch_status(service, key, &new_status).await {
             Ok(()) => {}
-            // The Service is mostly gone right after its finalizer was removed.
+            // Usually the Service is gone right after its finalizer was removed.
             Err(e) if is_not_found(&e) => {}
             Err(e) => return Err(SyncError::UpdateStatus(e)),
         }
-        Ok((op, answered))
+        // Every path that gets here asked the provider and got an answer.
+        Ok((op, true))
     }
 
     /// Upstream `ensureLoadBalancer`: the stable node set goes to the provider and is
