@@ -12,7 +12,8 @@
 //! legacy [`Instances`]/[`Zones`],
 //! [`LoadBalancer`], [`Routes`]), neutral types ([`InstanceMetadata`], [`NodeAddress`],
 //! [`Route`], [`LoadBalancerStatus`]), the sentinel errors ([`CloudError`]), the well-known
-//! names, and the pure node helpers (addresses, provided node IP, taints). It has no I/O.
+//! names, and the pure helpers for nodes (addresses, provided node IP, taints) and load balancer
+//! services (source ranges, health-check port, cleanup finalizer, status equality). It has no I/O.
 
 mod error;
 pub mod helpers;

@@ -5,6 +5,9 @@ use clap::Parser;
 use cloud_controller_manager::ManagerArgs;
 use hcloud_provider::config::ENV_HELP;
 
+/// Environment variable for `--load-balancer-class`.
+pub const LOAD_BALANCER_CLASS_ENV: &str = "HCLOUD_LOAD_BALANCER_CLASS";
+
 fn env_help() -> String {
     let mut s = String::from("Environment (Hetzner settings, same names as the official CCM):\n");
     for (k, v) in ENV_HELP {
@@ -26,6 +29,9 @@ fn env_help() -> String {
     about,
     args_override_self = true,
     mut_arg("cloud_provider", |a| a.help("Cloud provider name: hcloud")),
+    // hcloud-ccm only (the official CCM cannot share LoadBalancer Services with another
+    // implementation): the generic flag, also read from the environment.
+    mut_arg("load_balancer_class", |a| a.env(LOAD_BALANCER_CLASS_ENV)),
     after_long_help = env_help(),
     after_help = "Run with --help for the environment variables."
 )]
@@ -62,6 +68,20 @@ mod tests {
     fn a_repeated_flag_overrides_the_earlier_one_like_go_flags() {
         let cli = Cli::try_parse_from(["hcloud-ccm", "--secure-port=0", "--secure-port=10300"]).expect("parses");
         assert_eq!(cli.manager.secure_port, 10300);
+    }
+
+    #[test]
+    fn the_load_balancer_class_comes_from_the_flag_or_the_environment() {
+        let cli = Cli::try_parse_from(["hcloud-ccm", "--load-balancer-class=example.com/hcloud"]).expect("parses");
+        assert_eq!(cli.manager.load_balancer_class, "example.com/hcloud");
+        let help = <Cli as clap::CommandFactory>::command().render_long_help().to_string();
+        assert!(help.contains("[env: HCLOUD_LOAD_BALANCER_CLASS="), "{help}");
+        let arg = <Cli as clap::CommandFactory>::command()
+            .get_arguments()
+            .find(|a| a.get_id() == "load_balancer_class")
+            .map(|a| a.get_env().map(|e| e.to_os_string()))
+            .expect("the flag exists");
+        assert_eq!(arg.as_deref(), Some(std::ffi::OsStr::new(LOAD_BALANCER_CLASS_ENV)));
     }
 
     #[test]
