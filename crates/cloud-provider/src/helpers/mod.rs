@@ -2,4 +2,5 @@
 
 pub mod address;
 pub mod go_syntax;
+pub mod label_selector;
 pub mod taints;
