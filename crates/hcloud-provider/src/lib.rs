@@ -19,6 +19,7 @@ pub mod cloud;
 pub mod config;
 pub mod instances;
 pub mod inventory;
+pub mod load_balancers;
 pub mod metrics;
 pub mod provider_id;
 
@@ -26,5 +27,6 @@ pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
 pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
 pub use instances::HcloudInstances;
 pub use inventory::{Inventory, Lookup};
+pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
