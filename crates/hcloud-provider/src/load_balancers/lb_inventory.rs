@@ -154,11 +154,15 @@ impl LbInventory {
             let labels = [(LABEL_SERVICE_UID.to_owned(), uid.to_owned())].into_iter().collect();
             let found = self.client.load_balancers().list_by_labels(&labels).await?;
             let mut s = self.lock();
+            // Still uncertain while nothing is found: the next lookup asks again, until a
+            // create succeeds ([`LbInventory::insert_created`]).
+            if !found.is_empty() {
+                s.uncertain.remove(uid);
+            }
             for lb in found {
                 let id = lb.id;
                 s.entries.insert(id, Entry { lb: Arc::new(lb), stale: false, touched: Instant::now() });
             }
-            s.uncertain.remove(uid);
         }
         let (by_label, by_name) = {
             let s = self.lock();
@@ -227,6 +231,12 @@ impl LbInventory {
         let lb = Arc::new(lb);
         self.lock().entries.insert(lb.id, Entry { lb: lb.clone(), stale: false, touched: Instant::now() });
         lb
+    }
+
+    /// Records a Load Balancer this process created for the Service `uid`.
+    pub fn insert_created(&self, uid: &str, lb: LoadBalancer) -> Arc<LoadBalancer> {
+        self.lock().uncertain.remove(uid);
+        self.insert(lb)
     }
 
     /// Applies an accepted change to the entry; returns the new state.

@@ -198,6 +198,8 @@ impl HcloudLoadBalancers {
         let services = desired_services(spec, &certificates);
         let want = Desired { spec, services: &services, targets: &targets, lb_type: lb_type.as_ref() };
 
+        // Failures of actions tracked before this lookup were handled already (event, fresh read).
+        let since = tokio::time::Instant::now();
         let found = self.inventory.find(&spec.uid, Some(&spec.name)).await.map_err(|e| lookup_error(service, e))?;
         let mut full: Vec<ServerTarget> = Vec::new();
         let lb = match found {
@@ -219,7 +221,7 @@ impl HcloudLoadBalancers {
             },
         };
         let plan = plan_update(&lb, &want);
-        let lb = self.execute(&lb, plan, &owner, &targets, &mut full).await?;
+        let lb = self.execute(&lb, plan, &owner, &targets, &mut full, since).await?;
         let mut reported = BTreeSet::new();
         for t in full.into_iter().filter(|t| reported.insert(t.node.clone())) {
             self.publish(ProviderEvent::warning(
@@ -269,7 +271,7 @@ impl HcloudLoadBalancers {
                 let id = created.resource.id;
                 info!(service = %service, load_balancer = %id, name = %request.name, services = request.services.len(),
                       targets = request.targets.len(), "created Load Balancer");
-                let lb = self.inventory.insert(created.resource);
+                let lb = self.inventory.insert_created(&spec.uid, created.resource);
                 if let Some(action) = &created.action {
                     self.tracker.track(id, action, "creating the Load Balancer".to_owned(), Some(owner.clone()));
                 }
@@ -341,13 +343,14 @@ impl HcloudLoadBalancers {
         owner: &EventObject,
         targets: &[ServerTarget],
         full: &mut Vec<ServerTarget>,
+        since: tokio::time::Instant,
     ) -> Result<Arc<LoadBalancer>, CloudError> {
         let id = lb.id;
         let what = |op: &LbOp| format!("Load Balancer {} ({id}): {}", lb.name, op.describe());
         full.extend(plan.max_targets_reached);
         let mut reload = false;
         for op in &plan.ops {
-            self.tracker.wait_for(id).await.map_err(|e| match e {
+            self.tracker.wait_for(id, since).await.map_err(|e| match e {
                 WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
                 WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
             })?;
@@ -395,7 +398,7 @@ impl HcloudLoadBalancers {
         if reload {
             // The private IP the API picked is needed for the status.
             self.tracker
-                .wait_for(id)
+                .wait_for(id, since)
                 .await
                 .map_err(|e| CloudError::failed("LoadBalancerActionFailed", e.to_string()))?;
             self.inventory.mark_stale(id);
@@ -509,7 +512,7 @@ impl HcloudLoadBalancers {
             protected(&lb);
             return Ok(());
         }
-        if let Err(e) = self.tracker.wait_for(lb.id).await {
+        if let Err(e) = self.tracker.wait_for(lb.id, tokio::time::Instant::now()).await {
             debug!(load_balancer = %lb.id, error = %e, "an earlier action failed; deleting anyway");
         }
         info!(service, load_balancer = %lb.id, name = %lb.name, "deleting Load Balancer");

@@ -51,6 +51,7 @@ impl Default for TrackerPolicy {
 #[derive(Debug, Clone)]
 struct Tracked {
     lb: LoadBalancerId,
+    at: Instant,
     command: String,
     what: String,
     owner: Option<EventObject>,
@@ -59,7 +60,8 @@ struct Tracked {
 #[derive(Default)]
 struct State {
     pending: BTreeMap<ActionId, Tracked>,
-    failed: HashMap<LoadBalancerId, String>,
+    /// The last failure per Load Balancer, with when its action was tracked.
+    failed: HashMap<LoadBalancerId, (Instant, String)>,
     sweeping: bool,
 }
 
@@ -116,14 +118,15 @@ impl ActionTracker {
             ActionStatus::Success => return,
             ActionStatus::Error => {
                 let message = action.error.as_ref().map(|e| e.message.clone()).unwrap_or_default();
-                self.failure(lb, &action.command, &what, &message, owner);
+                self.failure(lb, Instant::now(), &action.command, &what, &message, owner);
                 return;
             }
             _ => {}
         }
         let start_sweep = {
             let mut s = self.lock();
-            s.pending.insert(action.id, Tracked { lb, command: action.command.clone(), what, owner });
+            s.pending
+                .insert(action.id, Tracked { lb, at: Instant::now(), command: action.command.clone(), what, owner });
             !std::mem::replace(&mut s.sweeping, true)
         };
         if start_sweep {
@@ -143,12 +146,15 @@ impl ActionTracker {
         self.lock().pending.values().any(|t| t.lb == lb)
     }
 
-    /// Waits until no action of `lb` is outstanding. Fails with the first action of `lb` that
-    /// ended with an error since the last wait, or with a poll that failed for good.
-    pub async fn wait_for(&self, lb: LoadBalancerId) -> Result<(), WaitError> {
+    /// Waits until no action of `lb` is outstanding. Fails if an action of `lb` tracked at or
+    /// after `since` ended with an error (earlier failures were reported already: event, fresh
+    /// read), or if a poll failed for good.
+    pub async fn wait_for(&self, lb: LoadBalancerId, since: Instant) -> Result<(), WaitError> {
         let mut interval = self.policy.wait_initial;
         loop {
-            if let Some(message) = self.lock().failed.remove(&lb) {
+            if let Some((at, message)) = self.lock().failed.remove(&lb)
+                && at >= since
+            {
                 return Err(WaitError::Failed(ActionFailed(message)));
             }
             if !self.has_pending(lb) {
@@ -199,7 +205,7 @@ impl ActionTracker {
             match action {
                 Some(a) if a.status == ActionStatus::Error => {
                     let message = a.error.as_ref().map(|e| format!("{} ({})", e.message, e.code)).unwrap_or_default();
-                    self.failure(t.lb, &t.command, &t.what, &message, t.owner);
+                    self.failure(t.lb, t.at, &t.command, &t.what, &message, t.owner);
                 }
                 Some(_) => debug!(action = %id, lb = %t.lb, command = %t.command, "action finished"),
                 None => {
@@ -211,11 +217,19 @@ impl ActionTracker {
         Ok(())
     }
 
-    fn failure(&self, lb: LoadBalancerId, command: &str, what: &str, message: &str, owner: Option<EventObject>) {
+    fn failure(
+        &self,
+        lb: LoadBalancerId,
+        at: Instant,
+        command: &str,
+        what: &str,
+        message: &str,
+        owner: Option<EventObject>,
+    ) {
         let text = format!("Load Balancer {lb}: {what} failed: action {command}: {message}");
         warn!("{text}");
         self.inventory.mark_stale(lb);
-        self.lock().failed.insert(lb, text.clone());
+        self.lock().failed.insert(lb, (at, text.clone()));
         if let Some(owner) = owner {
             let sink = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
             sink.publish(ProviderEvent::warning(
