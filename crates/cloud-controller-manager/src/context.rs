@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cloud_provider::Cloud;
-use controller_runtime::{ControllerIo, Informer, RuntimeMetrics};
+use controller_runtime::{ControllerIo, Informer, RuntimeMetrics, Synced};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -62,10 +62,26 @@ impl Informers {
 
     /// The Service informer, created on first use.
     pub fn services(&mut self) -> &mut Informer<Service> {
+        self.nodes_and_services().1
+    }
+
+    /// The Node informer and the Service informer (created on first use), for controllers that
+    /// watch both.
+    pub fn nodes_and_services(&mut self) -> (&mut Informer<Node>, &mut Informer<Service>) {
         let (client, resync) = (&self.client, self.resync);
-        self.services.get_or_insert_with(|| {
+        let services = self.services.get_or_insert_with(|| {
             Informer::new(Api::all(client.clone()), watcher::Config::default()).resync_every(resync)
-        })
+        });
+        (&mut self.nodes, services)
+    }
+
+    /// One handle per informer that resolves once its cache holds the first complete list.
+    pub fn synced(&self) -> Vec<(&'static str, Synced)> {
+        let mut all = vec![("Node", self.nodes.synced())];
+        if let Some(services) = &self.services {
+            all.push(("Service", services.synced()));
+        }
+        all
     }
 
     /// Runs every informer until `shutdown`.

@@ -154,10 +154,6 @@ impl Manager {
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());
         let informers = Informers::new(clients.client("shared-informers")?, resync);
-        let nodes_synced = informers.nodes.synced();
-        health.register("informer-sync", &[Probe::Readyz], move || {
-            if nodes_synced.is_synced() { Ok(()) } else { Err("the Node informer has not synced yet".to_owned()) }
-        });
         let stopping = Arc::new(AtomicBool::new(false));
         let s = stopping.clone();
         health.register("shutdown", &[Probe::Readyz], move || {
@@ -175,6 +171,12 @@ impl Manager {
             stop.clone(),
         );
         let controllers = build_controllers(&mut ctx)?;
+        // Every informer a controller asked for (Nodes, and Services with a service controller).
+        let synced = ctx.informers.synced();
+        health.register("informer-sync", &[Probe::Readyz], move || match synced.iter().find(|(_, s)| !s.is_synced()) {
+            Some((kind, _)) => Err(format!("the {kind} informer has not synced yet")),
+            None => Ok(()),
+        });
         let election = match &ctx.options.leader_election {
             Some(le) => {
                 let client = ctx.clients().client("leader-election")?;

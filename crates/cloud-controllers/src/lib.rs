@@ -20,8 +20,10 @@
 
 pub mod lifecycle;
 pub mod node;
+pub mod service;
 #[cfg(test)]
 mod testing;
 
 pub use lifecycle::CloudNodeLifecycleController;
 pub use node::{CloudNodeController, NodeControllerConfig};
+pub use service::{ServiceController, ServiceControllerConfig};

@@ -12,8 +12,10 @@
 //! legacy [`Instances`]/[`Zones`],
 //! [`LoadBalancer`], [`Routes`]), neutral types ([`InstanceMetadata`], [`NodeAddress`],
 //! [`Route`], [`LoadBalancerStatus`]), the sentinel errors ([`CloudError`]), the well-known
-//! names, the pure helpers (addresses, provided node IP, taints, label selectors) and the
-//! [`events::EventSink`] a provider raises its own events through. It has no I/O.
+//! names, the pure helpers for nodes (addresses, provided node IP, taints), load balancer
+//! services (source ranges, health-check port, cleanup finalizer, status equality) and label
+//! selectors, and the [`events::EventSink`] a provider raises its own events through. It has no
+//! I/O.
 
 mod error;
 pub mod events;

@@ -3,4 +3,5 @@
 pub mod address;
 pub mod go_syntax;
 pub mod label_selector;
+pub mod service;
 pub mod taints;
