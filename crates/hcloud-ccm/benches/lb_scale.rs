@@ -143,7 +143,7 @@ async fn main() {
                 ("HCLOUD_ENDPOINT", &endpoint),
                 ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1"),
                 ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
-                ("RUST_LOG", "warn"),
+                ("RUST_LOG", "warn,cloud_controller_manager=info"),
                 ("HCLOUD_METRICS_ADDRESS", &metrics),
             ],
             "hcloud-ccm",
