@@ -3,179 +3,13 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+mod lb_support;
 
+use cloud_provider::IpMode;
 use cloud_provider::LoadBalancer as _;
-use cloud_provider::events::{EventSink, ProviderEvent};
-use cloud_provider::{CloudError, IpMode};
-use hcloud_api::models::NetworkId;
-use hcloud_api::{Client, PollPolicy, RetryPolicy, SecretString};
-use hcloud_fake::control::{ActionFailure, ResourceRef, SeedCertificate, SeedLoadBalancer, SeedNetwork, SeedServer};
-use hcloud_fake::faults::FaultRule;
-use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
-use hcloud_provider::HcloudLoadBalancers;
-use hcloud_provider::load_balancers::LbDefaults;
+use hcloud_fake::control::{SeedCertificate, SeedLoadBalancer, SeedServer};
 use hcloud_provider::load_balancers::annotations as a;
-use hcloud_provider::load_balancers::tracker::TrackerPolicy;
-use k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
-
-const UID: &str = "5b1c3d2e-7a4f-4e0b-9c1d-2e3f4a5b6c7d";
-
-#[derive(Default)]
-struct Events(Mutex<Vec<ProviderEvent>>);
-
-impl EventSink for Events {
-    fn publish(&self, e: ProviderEvent) {
-        self.0.lock().unwrap().push(e);
-    }
-}
-
-impl Events {
-    fn reasons(&self) -> Vec<(String, String)> {
-        self.0.lock().unwrap().iter().map(|e| (e.object.name.clone(), e.reason.to_string())).collect()
-    }
-
-    fn with_reason(&self, reason: &str) -> Vec<ProviderEvent> {
-        self.0.lock().unwrap().iter().filter(|e| e.reason == reason).cloned().collect()
-    }
-}
-
-struct Setup {
-    _fake: FakeServer,
-    h: FakeHandle,
-    lbs: HcloudLoadBalancers,
-    events: Arc<Events>,
-}
-
-fn client(fake: &FakeServer) -> Client {
-    Client::builder(SecretString::from("t".repeat(64)))
-        .endpoint(fake.base_url())
-        .retry_policy(RetryPolicy {
-            max_retries: 1,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(5),
-        })
-        .poll_policy(PollPolicy { initial: Duration::from_millis(10), max: Duration::from_millis(50) })
-        .build()
-        .expect("client")
-}
-
-async fn setup_with(defaults: LbDefaults, network: Option<NetworkId>) -> Setup {
-    let fake =
-        FakeServer::start(FakeConfig::default().with_action_delay(Duration::from_millis(30))).await.expect("fake");
-    let h = fake.handle();
-    let policy = TrackerPolicy {
-        wait_initial: Duration::from_millis(10),
-        wait_max: Duration::from_millis(50),
-        sweep_initial: Duration::from_millis(40),
-        sweep_max: Duration::from_millis(100),
-    };
-    let lbs = HcloudLoadBalancers::with_policy(client(&fake), defaults, network, Duration::from_secs(300), policy);
-    let events = Arc::new(Events::default());
-    lbs.set_events(events.clone());
-    Setup { _fake: fake, h, lbs, events }
-}
-
-/// A fake with network `k8s` (10.0.0.0/8, subnet 10.0.0.0/24) given as `HCLOUD_NETWORK`.
-async fn setup_net() -> (Setup, u64) {
-    let fake =
-        FakeServer::start(FakeConfig::default().with_action_delay(Duration::from_millis(30))).await.expect("fake");
-    let h = fake.handle();
-    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central")).expect("net");
-    let lbs = HcloudLoadBalancers::with_policy(
-        client(&fake),
-        LbDefaults::default(),
-        Some(NetworkId(net as i64)),
-        Duration::from_secs(300),
-        TrackerPolicy::default(),
-    );
-    let events = Arc::new(Events::default());
-    lbs.set_events(events.clone());
-    (Setup { _fake: fake, h, lbs, events }, net)
-}
-
-async fn setup() -> Setup {
-    setup_with(LbDefaults { location: Some("fsn1".into()), ..Default::default() }, None).await
-}
-
-fn service(annotations: &[(&str, &str)], ports: &[(i32, &str, i32)]) -> Service {
-    let mut svc = Service::default();
-    svc.metadata.namespace = Some("shop".into());
-    svc.metadata.name = Some("web".into());
-    svc.metadata.uid = Some(UID.into());
-    svc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
-    svc.spec = Some(ServiceSpec {
-        type_: Some("LoadBalancer".into()),
-        ports: Some(
-            ports
-                .iter()
-                .map(|(port, proto, node_port)| ServicePort {
-                    port: *port,
-                    protocol: Some((*proto).into()),
-                    node_port: Some(*node_port),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-        ..Default::default()
-    });
-    svc
-}
-
-fn node(name: &str, server: u64) -> Node {
-    let mut n = Node::default();
-    n.metadata.name = Some(name.into());
-    n.spec = Some(NodeSpec { provider_id: Some(format!("hcloud://{server}")), ..Default::default() });
-    n
-}
-
-fn seed_nodes(h: &FakeHandle, n: usize, network: Option<u64>) -> Vec<Node> {
-    (0..n)
-        .map(|i| {
-            let name = format!("node-{i}");
-            let mut seed = SeedServer::new(&name);
-            if let Some(net) = network {
-                seed = seed.network(net);
-            }
-            node(&name, h.seed_server(&seed).expect("server"))
-        })
-        .collect()
-}
-
-/// Every request since the last reset except reads of actions, `"<METHOD> <endpoint>"`.
-fn sent(h: &FakeHandle) -> Vec<String> {
-    h.request_log().into_iter().filter(|r| !r.endpoint.starts_with("GET /v1/actions")).map(|r| r.endpoint).collect()
-}
-
-fn mutating(h: &FakeHandle) -> Vec<String> {
-    sent(h).into_iter().filter(|e| !e.starts_with("GET ")).collect()
-}
-
-async fn settle(s: &Setup) {
-    test_harness_free_wait(Duration::from_secs(10), || s.lbs.tracker().outstanding() == 0).await;
-    s.h.finish_all_actions();
-}
-
-async fn test_harness_free_wait(deadline: Duration, mut ok: impl FnMut() -> bool) {
-    let until = tokio::time::Instant::now() + deadline;
-    while !ok() {
-        assert!(tokio::time::Instant::now() < until, "condition not met within {deadline:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-fn only_lb(h: &FakeHandle) -> hcloud_fake::wire::LoadBalancer {
-    let lbs = h.snapshot().load_balancers;
-    assert_eq!(lbs.len(), 1, "exactly one Load Balancer: {:?}", lbs.iter().map(|l| &l.name).collect::<Vec<_>>());
-    lbs.into_iter().next().unwrap()
-}
-
-fn target_ids(lb: &hcloud_fake::wire::LoadBalancer) -> Vec<u64> {
-    let mut ids: Vec<u64> = lb.targets.iter().filter_map(|t| t.server.as_ref().map(|s| s.id)).collect();
-    ids.sort_unstable();
-    ids
-}
+use lb_support::*;
 
 #[tokio::test]
 async fn a_new_service_costs_one_create_and_an_unchanged_one_nothing() {
@@ -271,43 +105,6 @@ async fn ports_follow_the_service() {
 }
 
 #[tokio::test]
-async fn a_lost_create_answer_never_duplicates_the_load_balancer() {
-    let s = setup().await;
-    let nodes = seed_nodes(&s.h, 1, None);
-    let svc = service(&[], &[(80, "TCP", 30080)]);
-    s.h.inject_fault(FaultRule::html(Some("POST"), "/v1/load_balancers", 502).applied().times(1));
-
-    match s.lbs.ensure_load_balancer("k", &svc, &nodes).await {
-        // Found by its label right away: no error at all.
-        Ok(status) => assert_eq!(status.ingress.len(), 2),
-        Err(e) => panic!("the created Load Balancer should have been found by label: {e}"),
-    }
-    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1);
-    assert!(s.h.request_log().iter().any(|r| r.query.as_deref().is_some_and(|q| q.contains("label_selector"))));
-    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure again");
-    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1, "never created twice");
-    only_lb(&s.h);
-}
-
-#[tokio::test]
-async fn a_lost_create_that_did_not_happen_is_looked_up_before_the_next_create() {
-    let s = setup().await;
-    let nodes = seed_nodes(&s.h, 1, None);
-    let svc = service(&[], &[(80, "TCP", 30080)]);
-    s.h.inject_fault(FaultRule::reset(Some("POST"), "/v1/load_balancers").times(1));
-    let err = s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("lost");
-    assert!(matches!(err, CloudError::Failed { transient: true, .. }), "{err:?}");
-    assert!(s.h.snapshot().load_balancers.is_empty());
-    s.h.reset_requests();
-    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
-    let log = s.h.request_log();
-    let lookup = log.iter().position(|r| r.query.as_deref().is_some_and(|q| q.contains("label_selector")));
-    let create = log.iter().position(|r| r.endpoint == "POST /v1/load_balancers");
-    assert!(lookup.is_some() && lookup < create, "looked up by label first: {:?}", sent(&s.h));
-    only_lb(&s.h);
-}
-
-#[tokio::test]
 async fn an_existing_load_balancer_is_adopted_by_name() {
     let s = setup().await;
     let nodes = seed_nodes(&s.h, 2, None);
@@ -320,88 +117,6 @@ async fn an_existing_load_balancer_is_adopted_by_name() {
     assert_eq!(lb.id, id);
     assert_eq!(lb.labels.get("hcloud-ccm/service-uid").map(String::as_str), Some(UID));
     assert_eq!((lb.services.len(), lb.targets.len()), (1, 2));
-}
-
-#[tokio::test]
-async fn a_load_balancer_created_meanwhile_is_adopted_on_the_next_try() {
-    let s = setup().await;
-    let nodes = seed_nodes(&s.h, 1, None);
-    // The inventory lists first (empty)...
-    let other = service(&[], &[(80, "TCP", 30080)]);
-    let mut other = other.clone();
-    other.metadata.uid = Some("11111111-2222-3333-4444-555555555555".into());
-    s.lbs.ensure_load_balancer("k", &other, &nodes).await.expect("first service");
-    // ...then someone creates the one to adopt.
-    s.h.seed_load_balancer(&SeedLoadBalancer::new("shop-web")).expect("lb");
-    let svc = service(&[(a::NAME, "shop-web")], &[(80, "TCP", 30080)]);
-    let err = s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("name taken");
-    assert!(matches!(err, CloudError::Retry { .. }), "{err:?}");
-    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("adopted on the next try");
-    assert_eq!(s.h.snapshot().load_balancers.len(), 2);
-}
-
-#[tokio::test]
-async fn two_load_balancers_with_the_label_are_an_error_not_a_guess() {
-    let s = setup().await;
-    let nodes = seed_nodes(&s.h, 1, None);
-    for name in ["one", "two"] {
-        let mut lb = SeedLoadBalancer::new(name);
-        lb.labels.insert("hcloud-ccm/service-uid".into(), UID.into());
-        s.h.seed_load_balancer(&lb).expect("lb");
-    }
-    s.h.reset_requests();
-    let err =
-        s.lbs.ensure_load_balancer("k", &service(&[], &[(80, "TCP", 30080)]), &nodes).await.expect_err("ambiguous");
-    assert_eq!(err.reason(), "NonUniqueLoadBalancer");
-    assert!(err.to_string().contains("2 Load Balancers carry the label hcloud-ccm/service-uid="), "{err}");
-    assert!(mutating(&s.h).is_empty());
-    let del = s.lbs.ensure_load_balancer_deleted("k", &service(&[], &[])).await.expect_err("ambiguous");
-    assert_eq!(del.reason(), "NonUniqueLoadBalancer");
-    assert_eq!(s.h.snapshot().load_balancers.len(), 2, "nothing deleted");
-}
-
-#[tokio::test]
-async fn bad_annotations_leave_the_load_balancer_untouched() {
-    let s = setup().await;
-    let nodes = seed_nodes(&s.h, 1, None);
-    let svc = service(&[], &[(80, "TCP", 30080)]);
-    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
-    settle(&s).await;
-    let before = only_lb(&s.h);
-    s.h.reset_requests();
-    let bad = service(
-        &[(a::ALGORITHM_TYPE, "fastest"), (a::HEALTH_CHECK_INTERVAL, "10"), (a::PROTOCOL, "http")],
-        &[(80, "TCP", 30080)],
-    );
-    for call in 0..2 {
-        let err = if call == 0 {
-            s.lbs.ensure_load_balancer("k", &bad, &nodes).await.map(|_| ()).expect_err("invalid")
-        } else {
-            s.lbs.update_load_balancer("k", &bad, &nodes).await.expect_err("invalid")
-        };
-        assert_eq!(err.reason(), "InvalidLoadBalancerConfiguration");
-        let text = err.to_string();
-        assert!(text.contains("annotation load-balancer.hetzner.cloud/algorithm-type: \"fastest\" is invalid; accepted: round_robin, least_connections"), "{text}");
-        assert!(text.contains("health-check-interval: \"10\""), "{text}");
-    }
-    assert_eq!(s.h.request_counts().total, 0, "nothing sent");
-    assert_eq!(only_lb(&s.h), before);
-    // Deletion still works with bad annotations.
-    s.lbs.ensure_load_balancer_deleted("k", &bad).await.expect("deleted");
-    assert!(s.h.snapshot().load_balancers.is_empty());
-}
-
-#[tokio::test]
-async fn an_unknown_type_names_the_types_that_exist() {
-    let s = setup().await;
-    let err = s
-        .lbs
-        .ensure_load_balancer("k", &service(&[(a::TYPE, "lb99")], &[(80, "TCP", 30080)]), &[])
-        .await
-        .expect_err("unknown type");
-    let text = err.to_string();
-    assert!(text.contains("\"lb99\" is invalid; accepted: lb11, lb21, lb31"), "{text}");
-    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 0);
 }
 
 #[tokio::test]
@@ -458,38 +173,6 @@ async fn rename_through_the_annotation() {
         .expect("ensure");
     assert_eq!(mutating(&s.h), vec!["PUT /v1/load_balancers/{id}"]);
     assert_eq!(only_lb(&s.h).name, "renamed");
-}
-
-#[tokio::test]
-async fn delete_protection_keeps_the_load_balancer_and_not_found_is_success() {
-    let s = setup().await;
-    let svc = service(&[], &[(80, "TCP", 30080)]);
-    s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("ensure");
-    settle(&s).await;
-    // Protected behind the inventory's back: the API's `protected` answer is enough.
-    let id = only_lb(&s.h).id;
-    hcloud_api::Client::load_balancers(&client(&s._fake))
-        .change_protection(hcloud_api::models::LoadBalancerId(id as i64), true)
-        .await
-        .expect("protect");
-    s.h.finish_all_actions();
-    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("skipped, not failed");
-    assert_eq!(only_lb(&s.h).id, id);
-    let ev = s.events.with_reason("LoadBalancerDeletionProtected");
-    assert_eq!(ev.len(), 1);
-    assert!(ev[0].message.contains("delete protection"), "{}", ev[0].message);
-    // Known protected now: skipped without a request.
-    s.h.reset_requests();
-    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("skipped");
-    assert_eq!(s.h.request_count("DELETE /v1/load_balancers/{id}"), 0);
-
-    let s = setup().await;
-    s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("ensure");
-    settle(&s).await;
-    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("deleted");
-    assert!(s.h.snapshot().load_balancers.is_empty());
-    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("already gone is fine");
-    assert_eq!(s.lbs.get_load_balancer("k", &svc).await.expect("get"), None);
 }
 
 #[tokio::test]
@@ -557,51 +240,6 @@ async fn private_network_with_private_ip_targets_and_private_ingress() {
     let private = &lb.private_net[0].ip;
     assert!(private.starts_with("10.0.0."), "{private}");
     assert_eq!(status.ingress.last().and_then(|i| i.ip.clone()), Some(private.clone()), "private ingress IP reported");
-}
-
-#[tokio::test]
-async fn a_failed_action_marks_the_load_balancer_for_a_fresh_read_and_raises_an_event() {
-    let s = setup().await;
-    let mut nodes = seed_nodes(&s.h, 1, None);
-    let svc = service(&[], &[(80, "TCP", 30080)]);
-    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
-    settle(&s).await;
-    nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
-    s.h.fail_next_actions(ActionFailure {
-        count: 1,
-        command: Some("add_target".into()),
-        code: "action_failed".into(),
-        message: "boom".into(),
-    });
-    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
-    settle(&s).await;
-    let ev = s.events.with_reason("LoadBalancerActionFailed");
-    assert_eq!(ev.len(), 1, "{:?}", s.events.reasons());
-    assert!(ev[0].message.contains("adding node node-x as a target failed"), "{}", ev[0].message);
-    assert_eq!(only_lb(&s.h).targets.len(), 1, "the target did not arrive");
-    // The next sync reads the Load Balancer again and repairs it.
-    s.h.reset_requests();
-    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("repair");
-    assert_eq!(sent(&s.h), vec!["GET /v1/load_balancers/{id}", "POST /v1/load_balancers/{id}/actions/add_target"]);
-    settle(&s).await;
-    assert_eq!(only_lb(&s.h).targets.len(), 2);
-}
-
-#[tokio::test]
-async fn a_locked_load_balancer_is_retried_after_a_delay() {
-    let s = setup().await;
-    let svc = service(&[], &[(80, "TCP", 30080)]);
-    s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("ensure");
-    settle(&s).await;
-    let id = only_lb(&s.h).id;
-    s.h.lock_resource(ResourceRef::load_balancer(id));
-    let err = s.lbs.ensure_load_balancer("k", &service(&[], &[(81, "TCP", 30081)]), &[]).await.expect_err("locked");
-    assert!(matches!(err, CloudError::Retry { .. }), "{err:?}");
-    s.h.unlock_resource(ResourceRef::load_balancer(id));
-    s.lbs.ensure_load_balancer("k", &service(&[], &[(81, "TCP", 30081)]), &[]).await.expect("after the lock");
-    settle(&s).await;
-    assert_eq!(only_lb(&s.h).services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![81]);
-    assert_eq!(target_ids(&only_lb(&s.h)), Vec::<u64>::new());
 }
 
 #[tokio::test]
@@ -676,4 +314,34 @@ async fn get_load_balancer_finds_by_label_only_and_reports_the_hostname() {
     assert_eq!(status.ingress.len(), 1);
     assert_eq!(status.ingress[0].hostname.as_deref(), Some("lb.example.com"));
     assert_eq!((status.ingress[0].ip.as_deref(), status.ingress[0].ip_mode), (None, None));
+}
+
+#[tokio::test]
+async fn load_balancers_are_offered_unless_disabled_and_events_reach_the_sink() {
+    use cloud_provider::Cloud as _;
+    use hcloud_provider::{ClientHooks, Config, HcloudCloud};
+    let fake = hcloud_fake::FakeServer::start(hcloud_fake::FakeConfig::default()).await.expect("fake");
+    let url = fake.base_url();
+    let config = |enabled: &str| {
+        let enabled = enabled.to_owned();
+        Config::from_env(|k| match k {
+            "HCLOUD_TOKEN" => Some("t".repeat(64)),
+            "HCLOUD_ENDPOINT" => Some(url.clone()),
+            "HCLOUD_LOAD_BALANCERS_ENABLED" => Some(enabled.clone()),
+            "HCLOUD_LOAD_BALANCERS_LOCATION" => Some("fsn1".into()),
+            _ => None,
+        })
+        .expect("config")
+    };
+    let off = HcloudCloud::connect(&config("false"), ClientHooks::default()).await.expect("connect");
+    assert!(off.load_balancer().is_none(), "HCLOUD_LOAD_BALANCERS_ENABLED=false");
+    let on = HcloudCloud::connect(&config("true"), ClientHooks::default()).await.expect("connect");
+    let events = std::sync::Arc::new(Events::default());
+    on.initialize(events.clone());
+    let lb = on.load_balancer().expect("offered by default");
+    lb.ensure_load_balancer("k", &service(&[(a::TYPE, "lb11")], &[(53, "UDP", 30053), (80, "TCP", 30080)]), &[])
+        .await
+        .expect("ensure");
+    assert_eq!(events.with_reason("UnsupportedProtocolConfigured").len(), 1, "{:?}", events.reasons());
+    assert_eq!(fake.handle().snapshot().load_balancers.len(), 1);
 }
