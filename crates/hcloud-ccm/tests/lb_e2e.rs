@@ -34,7 +34,8 @@ async fn ensured(api: &Api<Service>, name: &str) -> Service {
         .expect("service")
 }
 
-/// (major, minor) of the API server; source builds report them only in `gitVersion`.
+/// (major, minor) of the API server, from `major`/`minor` or else `gitVersion` (source builds
+/// like the bundled one report `v0.0.0`: (0, 0), older than every feature checked here).
 async fn server_version(env: &Env) -> (u32, u32) {
     let v = env.client.apiserver_version().await.expect("version");
     let num = |s: &str| s.trim_end_matches('+').parse::<u32>().ok();
@@ -543,4 +544,23 @@ async fn load_balancer_class_selects_the_services() {
     let plain = api.get("plain").await.expect("plain");
     assert!(ingress(&plain).is_empty() && !has_finalizer(&plain), "the class-less Service is left to others");
     assert_eq!(h.snapshot().load_balancers.len(), 2);
+}
+
+/// `HCLOUD_LOAD_BALANCERS_ENABLED=false`: the service controller does not run; Services of type
+/// LoadBalancer are left alone (the official CCM's coarse switch for MetalLB and the like).
+#[tokio::test]
+async fn load_balancers_disabled_leaves_services_alone() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let ccm = env.ccm(&[LOCATION, ("HCLOUD_LOAD_BALANCERS_ENABLED", "false")], &[]).await;
+    assert!(
+        ccm.logs().contains("service-lb-controller not started: the cloud provider does not offer load balancers"),
+        "{}",
+        ccm.logs()
+    );
+    let svc = create(&api, &lb_service("off", &[], &[80])).await;
+    assert!(!has_finalizer(&svc));
+    assert!(!ccm.logs().contains("is set but has no effect"), "no variable is reported as ignored: {}", ccm.logs());
+    assert_eq!(h.request_count("GET /v1/load_balancers"), 0);
 }
