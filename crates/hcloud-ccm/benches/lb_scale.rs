@@ -121,7 +121,7 @@ async fn main() {
             .await
             .expect("register");
     };
-    futures::stream::iter(0..n).for_each_concurrent(16, |i| register(i)).await;
+    futures::stream::iter(0..n).for_each_concurrent(16, &register).await;
 
     let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
     let endpoint = fake.base_url();

@@ -7,6 +7,8 @@
 //! the API server keeps those fields (the bundled 1.20 prunes them; the unit tests of the
 //! planners and of the service controller prove that behaviour there).
 
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 mod common;
 
 use common::lb::{
