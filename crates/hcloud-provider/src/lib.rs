@@ -11,6 +11,10 @@
 //!     server → InstanceMetadata (type, region,            │
 //!            zone = legacy datacenter, addresses)         ▼
 //!                                                     hcloud_api::Client
+//!
+//!  service controller ──► HcloudLoadBalancers (LoadBalancer) ──► load_balancers:
+//!     Service + Nodes → spec (annotations, HCLOUD_LOAD_BALANCERS_*) → plan (exact requests,
+//!     none when nothing changed) → one shared LB list, write-through; batched action waits
 //! ```
 //!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
