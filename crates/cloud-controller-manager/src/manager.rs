@@ -27,6 +27,7 @@ use crate::fence::Fence;
 use crate::kube_client::{KubeClientError, connection_config};
 use crate::metrics::ManagerMetrics;
 use crate::options::Options;
+use crate::provider_events::RecorderSink;
 
 /// How long controllers get to finish after a stop request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -147,6 +148,8 @@ impl Manager {
         let config = connection_config(kube.kubeconfig.as_deref(), kube.master.as_deref()).await?;
         let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics);
         let listeners = serve(&options, &clients, plain, &health, &registry, &shutdown).await?;
+        // The provider's own events (upstream: its `Initialize` gets a client builder).
+        cloud.initialize(RecorderSink::new(EventRecorder::new(clients.client("cloud-provider")?, identity.program)));
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());

@@ -4,15 +4,20 @@
 use clap::Parser;
 use cloud_controller_manager::ManagerArgs;
 use hcloud_provider::config::ENV_HELP;
+use hcloud_provider::load_balancers::defaults::ENV_HELP as LB_ENV_HELP;
 
 /// Environment variable for `--load-balancer-class`.
 pub const LOAD_BALANCER_CLASS_ENV: &str = "HCLOUD_LOAD_BALANCER_CLASS";
 
 fn env_help() -> String {
     let mut s = String::from("Environment (Hetzner settings, same names as the official CCM):\n");
-    for (k, v) in ENV_HELP {
+    for (k, v) in ENV_HELP.iter().chain(LB_ENV_HELP) {
         s.push_str(&format!("  {k}\n      {v}\n"));
     }
+    s.push_str(
+        "\nServices of type LoadBalancer take the official CCM's load-balancer.hetzner.cloud/* annotations;\n\
+         each annotation overrides the matching HCLOUD_LOAD_BALANCERS_* variable.\n",
+    );
     s.push_str(
         "\nFlags marked [compat] are accepted so the official chart's arguments work, and have no effect.\n\
          Logs: RUST_LOG overrides --v (e.g. RUST_LOG=hcloud_provider=debug); NO_COLOR turns colours off.",
@@ -100,6 +105,9 @@ mod tests {
             "HCLOUD_TOKEN",
             "HCLOUD_NETWORK",
             "HCLOUD_SERVER_CACHE_MODE",
+            "HCLOUD_LOAD_BALANCERS_ENABLED",
+            "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL",
+            "load-balancer.hetzner.cloud/",
             "--node-monitor-period",
             "--leader-elect-lease-duration",
             "--secure-port",

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cloud_provider::events::EventSink;
 use cloud_provider::{Cloud, Unsupported};
 use hcloud_api::models::{Network, NetworkId};
 use hcloud_api::{Client, ErrorCode, RequestGate};
@@ -12,6 +13,7 @@ use tracing::{info, warn};
 use crate::config::{CacheMode, Config};
 use crate::instances::HcloudInstances;
 use crate::inventory::Inventory;
+use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
 
 /// The provider name: the providerID prefix is `hcloud://`.
@@ -65,6 +67,7 @@ pub struct HcloudCloud {
     network: Option<Network>,
     inventory: Arc<Inventory>,
     instances: Arc<HcloudInstances>,
+    load_balancers: Option<Arc<HcloudLoadBalancers>>,
 }
 
 impl HcloudCloud {
@@ -119,9 +122,23 @@ impl HcloudCloud {
                 config.cache_max_age,
                 config.lifecycle_max_age,
             )
-            .with_metrics(metrics),
+            .with_metrics(metrics.clone()),
         );
-        Ok(HcloudCloud { client, network, inventory, instances })
+        let load_balancers = config.load_balancers_enabled.then(|| {
+            Arc::new(
+                HcloudLoadBalancers::new(
+                    client.clone(),
+                    config.load_balancers.clone(),
+                    network.as_ref().map(|n| n.id),
+                    config.load_balancers_max_age,
+                )
+                .with_metrics(metrics),
+            )
+        });
+        if load_balancers.is_none() {
+            info!("HCLOUD_LOAD_BALANCERS_ENABLED=false: Services of type LoadBalancer are not served");
+        }
+        Ok(HcloudCloud { client, network, inventory, instances, load_balancers })
     }
 
     /// The API client.
@@ -161,7 +178,7 @@ impl Cloud for HcloudCloud {
     type InstancesV2 = HcloudInstances;
     type Instances = Unsupported;
     type Zones = Unsupported;
-    type LoadBalancer = Unsupported;
+    type LoadBalancer = HcloudLoadBalancers;
     type Routes = Unsupported;
 
     fn provider_name(&self) -> &str {
@@ -185,11 +202,18 @@ impl Cloud for HcloudCloud {
         None
     }
 
-    fn load_balancer(&self) -> Option<Arc<Unsupported>> {
-        None
+    /// Unless `HCLOUD_LOAD_BALANCERS_ENABLED=false`.
+    fn load_balancer(&self) -> Option<Arc<HcloudLoadBalancers>> {
+        self.load_balancers.clone()
     }
 
     fn routes(&self) -> Option<Arc<Unsupported>> {
         None
+    }
+
+    fn initialize(&self, events: Arc<dyn EventSink>) {
+        if let Some(lb) = &self.load_balancers {
+            lb.set_events(events);
+        }
     }
 }

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+use crate::load_balancers::LbDefaults;
+use crate::load_balancers::defaults as lb_env;
+
 /// Which ExternalIPs nodes get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddressFamily {
@@ -54,6 +57,13 @@ pub struct Config {
     /// `HCLOUD_METRICS_ADDRESS` when `HCLOUD_METRICS_ENABLED` is on (default `:8233`): where
     /// the plain-HTTP `/metrics` listener of the official CCM listens (Go listen syntax).
     pub metrics_address: Option<String>,
+    /// `HCLOUD_LOAD_BALANCERS_ENABLED` (default true): offer Load Balancers.
+    pub load_balancers_enabled: bool,
+    /// The other `HCLOUD_LOAD_BALANCERS_*`: cluster-wide defaults of the annotations.
+    pub load_balancers: LbDefaults,
+    /// `HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE` (hcloud-ccm only, default 5m): how old the shared
+    /// Load Balancer list may get before it is read again.
+    pub load_balancers_max_age: Duration,
     /// Non-fatal findings worth a log line (e.g. an unusual token length).
     pub warnings: Vec<String>,
 }
@@ -70,6 +80,8 @@ impl fmt::Debug for Config {
             .field("cache_mode", &self.cache_mode)
             .field("cache_max_age", &self.cache_max_age)
             .field("lifecycle_max_age", &self.lifecycle_max_age)
+            .field("load_balancers_enabled", &self.load_balancers_enabled)
+            .field("load_balancers", &self.load_balancers)
             .finish_non_exhaustive()
     }
 }
@@ -79,7 +91,8 @@ impl fmt::Debug for Config {
 #[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
 pub struct ConfigErrors(pub Vec<String>);
 
-/// Every environment variable this provider reads, with its meaning (for `--help`).
+/// Every environment variable this provider reads besides the `HCLOUD_LOAD_BALANCERS_*` ones
+/// (see [`crate::load_balancers::defaults::ENV_HELP`]), with its meaning (for `--help`).
 pub const ENV_HELP: &[(&str, &str)] = &[
     ("HCLOUD_TOKEN", "Hetzner Cloud API token (required, or HCLOUD_TOKEN_FILE). Checked at start-up."),
     ("HCLOUD_TOKEN_FILE", "File holding the token (whitespace trimmed); HCLOUD_TOKEN wins if both are set."),
@@ -109,20 +122,6 @@ pub use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 /// Variables of the official CCM that hcloud-ccm accepts but does not act on yet, with what
 /// is missing. Setting one logs a warning at start-up, so nobody relies on it unknowingly.
 pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    ("HCLOUD_LOAD_BALANCERS_ENABLED", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_LOCATION", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_DISABLE_IPV6", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_TYPE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", LOAD_BALANCERS_MISSING),
     ("HCLOUD_NETWORK_ROUTES_ENABLED", "hcloud-ccm does not manage routes yet (node-route-controller)"),
     (
         "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK",
@@ -137,7 +136,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("ROBOT_FORWARD_INTERNAL_IPS", ROBOT_MISSING),
 ];
 
-const LOAD_BALANCERS_MISSING: &str = "hcloud-ccm does not manage load balancers yet (service-lb-controller)";
 const ROBOT_MISSING: &str = "hcloud-ccm does not support Robot (dedicated) servers yet";
 
 impl Config {
@@ -230,6 +228,8 @@ impl Config {
         let metrics_address = boolean(&mut errors, "HCLOUD_METRICS_ENABLED", true)
             .then(|| var("HCLOUD_METRICS_ADDRESS").unwrap_or_else(|| ":8233".to_owned()));
 
+        let (load_balancers_enabled, load_balancers, load_balancers_max_age) = lb_env::from_env(&var, &mut errors);
+
         for (k, missing) in NOT_ACTED_ON {
             if var(k).is_some() {
                 warnings.push(format!("{k} is set but has no effect: {missing}"));
@@ -257,6 +257,9 @@ impl Config {
             cache_max_age,
             lifecycle_max_age: lifecycle_max_age.max(cache_max_age),
             metrics_address,
+            load_balancers_enabled,
+            load_balancers,
+            load_balancers_max_age,
             warnings,
         })
     }
@@ -287,6 +290,9 @@ mod tests {
         assert!(c.network.is_none() && c.endpoint.is_none());
         assert_eq!(c.metrics_address.as_deref(), Some(":8233"));
         assert!(c.warnings.is_empty());
+        assert!(c.load_balancers_enabled);
+        assert_eq!(c.load_balancers, LbDefaults::default());
+        assert_eq!(c.load_balancers_max_age, Duration::from_secs(300));
         let off = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_METRICS_ENABLED", "false")]))
             .expect("valid");
         assert_eq!(off.metrics_address, None);
@@ -347,18 +353,18 @@ mod tests {
             ("HCLOUD_TOKEN", &"x".repeat(64)),
             ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
             ("HCLOUD_NETWORK_ROUTES_ENABLED", "false"),
-            ("HCLOUD_LOAD_BALANCERS_LOCATION", ""),
+            ("ROBOT_CACHE_TIMEOUT", ""),
         ]))
         .expect("valid");
         assert_eq!(
             c.warnings,
             vec![
-                "HCLOUD_LOAD_BALANCERS_TYPE is set but has no effect: hcloud-ccm does not manage load balancers yet \
-                 (service-lb-controller)",
                 "HCLOUD_NETWORK_ROUTES_ENABLED is set but has no effect: hcloud-ccm does not manage routes yet \
                  (node-route-controller)",
             ]
         );
+        assert_eq!(c.load_balancers.lb_type.as_deref(), Some("lb21"), "acted on now");
+        assert!(NOT_ACTED_ON.iter().all(|(k, _)| !k.starts_with("HCLOUD_LOAD_BALANCERS_")));
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //!     server → InstanceMetadata (type, region,            │
 //!            zone = legacy datacenter, addresses)         ▼
 //!                                                     hcloud_api::Client
+//!
+//!  service controller ──► HcloudLoadBalancers (LoadBalancer) ──► load_balancers:
+//!     Service + Nodes → spec (annotations, HCLOUD_LOAD_BALANCERS_*) → plan (exact requests,
+//!     none when nothing changed) → one shared LB list, write-through; batched action waits
 //! ```
 //!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
@@ -19,6 +23,7 @@ pub mod cloud;
 pub mod config;
 pub mod instances;
 pub mod inventory;
+pub mod load_balancers;
 pub mod metrics;
 pub mod provider_id;
 
@@ -26,5 +31,6 @@ pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
 pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
 pub use instances::HcloudInstances;
 pub use inventory::{Inventory, Lookup};
+pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};

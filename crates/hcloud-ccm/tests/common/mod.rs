@@ -7,6 +7,8 @@
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+pub mod lb;
+
 use std::time::Duration;
 
 use hcloud_fake::{FakeConfig, FakeServer};
