@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::kube_client::{KubeClientError, rate_limited_client};
 use crate::metrics::{ManagerMetrics, RestClientMetricsLayer};
 use crate::options::Options;
+use crate::provider_events::Resyncs;
 
 /// Builds one Kubernetes client per user (controller, informers, leader election), each
 /// with its own `--kube-api-qps`/`--kube-api-burst` token bucket and User-Agent, like
@@ -106,6 +107,8 @@ pub struct ControllerContext<C: Cloud> {
     pub informers: Informers,
     /// Stops the controllers (leadership lost, or shutdown).
     pub stop: CancellationToken,
+    /// Where controllers register to reconcile objects again when the provider asks.
+    pub resyncs: Resyncs,
     clients: ClientFactory,
     field_manager: String,
     metrics: RuntimeMetrics,
@@ -125,7 +128,24 @@ impl<C: Cloud> ControllerContext<C> {
     ) -> Self {
         let field_manager = field_manager.to_owned();
         let registry = MetricsRegistry::new();
-        ControllerContext { cloud, options, informers, stop, clients, field_manager, metrics, registry }
+        ControllerContext {
+            cloud,
+            options,
+            informers,
+            stop,
+            resyncs: Resyncs::default(),
+            clients,
+            field_manager,
+            metrics,
+            registry,
+        }
+    }
+
+    /// Routes the provider's resync requests through `resyncs` (the registry its event sink
+    /// uses).
+    pub fn with_resyncs(mut self, resyncs: Resyncs) -> Self {
+        self.resyncs = resyncs;
+        self
     }
 
     /// Controllers register their own metrics in `registry` (the one served on `/metrics`);

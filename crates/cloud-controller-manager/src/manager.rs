@@ -27,7 +27,7 @@ use crate::fence::Fence;
 use crate::kube_client::{KubeClientError, connection_config};
 use crate::metrics::ManagerMetrics;
 use crate::options::Options;
-use crate::provider_events::RecorderSink;
+use crate::provider_events::{RecorderSink, Resyncs};
 
 /// How long controllers get to finish after a stop request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -149,7 +149,9 @@ impl Manager {
         let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics);
         let listeners = serve(&options, &clients, plain, &health, &registry, &shutdown).await?;
         // The provider's own events (upstream: its `Initialize` gets a client builder).
-        cloud.initialize(RecorderSink::new(EventRecorder::new(clients.client("cloud-provider")?, identity.program)));
+        let resyncs = Resyncs::default();
+        let recorder = EventRecorder::new(clients.client("cloud-provider")?, identity.program);
+        cloud.initialize(RecorderSink::new(recorder, resyncs.clone()));
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());
@@ -170,7 +172,8 @@ impl Manager {
             runtime_metrics,
             stop.clone(),
         )
-        .with_metrics_registry(registry.clone());
+        .with_metrics_registry(registry.clone())
+        .with_resyncs(resyncs);
         let controllers = build_controllers(&mut ctx)?;
         // Every informer a controller asked for (Nodes, and Services with a service controller).
         let synced = ctx.informers.synced();

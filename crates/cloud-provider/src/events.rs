@@ -85,6 +85,13 @@ impl ProviderEvent {
 pub trait EventSink: Send + Sync + 'static {
     /// Publishes one event.
     fn publish(&self, event: ProviderEvent);
+
+    /// Asks the controller responsible for `object` to reconcile it again soon: something the
+    /// provider let finish in the background (after the reconcile returned) failed, and no
+    /// object change would otherwise bring the controller back. Default: nothing.
+    fn resync(&self, object: &EventObject) {
+        let _ = object;
+    }
 }
 
 /// A sink that only logs (through `tracing`).

@@ -275,6 +275,34 @@ async fn targets_follow_nodes_added_deleted_and_excluded() {
     assert_eq!(target_servers(&lb), vec![added[0].0]);
 }
 
+/// A change the provider let finish in the background fails (the fake fails the `add_target`
+/// action after accepting it): the provider warns and asks for the Service to be synced again,
+/// and the target arrives without any further change to the Service or the nodes.
+#[tokio::test]
+async fn a_failed_background_action_is_repaired_without_another_change() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-f1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("repair", &[], &[80])).await;
+    let svc = ensured(&api, "repair").await;
+    wait_lb(&h, &svc, "one target", |l| l.targets.len() == 1).await;
+
+    h.fail_next_actions(hcloud_fake::control::ActionFailure {
+        count: 1,
+        command: Some("add_target".into()),
+        code: "action_failed".into(),
+        message: "injected".into(),
+    });
+    let added = server_nodes(&env, &["lb-f2"], None, &[]).await;
+    let warning =
+        wait_for_event(&env.client, "Service", "repair", "LoadBalancerActionFailed", REACT).await.expect("warning");
+    assert_eq!(warning.type_, "Warning");
+    let lb = wait_lb(&h, &svc, "the failed target added again", |l| target_servers(l).contains(&added[0].0)).await;
+    assert_eq!(lb.targets.len(), 2);
+}
+
 /// Service deleted: the Load Balancer is deleted and the finalizer removed.
 #[tokio::test]
 async fn service_deleted_deletes_the_load_balancer() {

@@ -183,6 +183,8 @@ async fn a_failed_action_marks_the_load_balancer_for_a_fresh_read_and_raises_an_
     assert_eq!(ev.len(), 1, "{:?}", s.events.reasons());
     assert!(ev[0].message.contains("adding node node-x as a target failed"), "{}", ev[0].message);
     assert_eq!(only_lb(&s.h).targets.len(), 1, "the target did not arrive");
+    // The provider asks for that next sync itself: nothing else would trigger it.
+    assert_eq!(s.events.resyncs(), vec![format!("Service/{}", svc.metadata.name.clone().unwrap_or_default())]);
     // The next sync reads the Load Balancer again and repairs it.
     s.h.reset_requests();
     s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("repair");

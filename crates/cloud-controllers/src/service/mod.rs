@@ -174,6 +174,19 @@ impl<L: LoadBalancer> ServiceController<L> {
         }
     }
 
+    /// A handle that reconciles the Service `namespace/name` again (through the queue, with
+    /// its usual deduplication), e.g. when the provider reports that a change it let finish in
+    /// the background failed.
+    pub fn resync_handle(&self) -> impl Fn(Option<&str>, &str) + Send + Sync + 'static {
+        let queue = self.service_queue.clone();
+        move |namespace, name| {
+            queue.add(match namespace.filter(|ns| !ns.is_empty()) {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.to_owned(),
+            })
+        }
+    }
+
     /// Upstream's service controller metrics, to register with the manager's registry.
     pub fn metrics(&self) -> ServiceMetrics {
         self.syncer.metrics().clone()

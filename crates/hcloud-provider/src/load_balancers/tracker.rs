@@ -233,10 +233,12 @@ impl ActionTracker {
         if let Some(owner) = owner {
             let sink = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
             sink.publish(ProviderEvent::warning(
-                owner,
+                owner.clone(),
                 "LoadBalancerActionFailed",
-                format!("{text}; it is retried at the next sync of this Service"),
+                format!("{text}; the Service is synced again"),
             ));
+            // Nothing else would bring the service controller back to this Service.
+            sink.resync(&owner);
         }
     }
 }

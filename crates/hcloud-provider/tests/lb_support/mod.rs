@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cloud_provider::events::{EventSink, ProviderEvent};
+use cloud_provider::events::{EventObject, EventSink, ProviderEvent};
 use hcloud_api::models::NetworkId;
 use hcloud_api::{Client, PollPolicy, RetryPolicy, SecretString};
 use hcloud_fake::control::{SeedNetwork, SeedServer};
@@ -17,16 +17,26 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSp
 
 pub const UID: &str = "5b1c3d2e-7a4f-4e0b-9c1d-2e3f4a5b6c7d";
 
+/// Records the provider's events and resync requests.
 #[derive(Default)]
-pub struct Events(Mutex<Vec<ProviderEvent>>);
+pub struct Events(Mutex<Vec<ProviderEvent>>, Mutex<Vec<String>>);
 
 impl EventSink for Events {
     fn publish(&self, e: ProviderEvent) {
         self.0.lock().unwrap().push(e);
     }
+
+    fn resync(&self, object: &EventObject) {
+        self.1.lock().unwrap().push(format!("{}/{}", object.kind, object.name));
+    }
 }
 
 impl Events {
+    /// `Kind/name` of every object the provider asked to have reconciled again.
+    pub fn resyncs(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
+    }
+
     pub fn reasons(&self) -> Vec<(String, String)> {
         self.0.lock().unwrap().iter().map(|e| (e.object.name.clone(), e.reason.to_string())).collect()
     }
