@@ -8,10 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
-use cloud_controllers::NodeControllerConfig;
 use cloud_controllers::route::MIN_RECONCILE_INTERVAL;
 use cloud_controllers::route::plan::parse_cidr_sloppy;
-use cloud_controllers::{ReconcileMode, RouteControllerConfig};
+use cloud_controllers::{NodeControllerConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig};
 use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 use ipnet::IpNet;
 
@@ -130,6 +129,12 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "kubernetes")]
     pub cluster_name: String,
 
+    /// Manage the LoadBalancer Services of exactly this spec.loadBalancerClass (e.g.
+    /// example.com/cloud-lb) instead of those without a class, so another implementation
+    /// (MetalLB, Cilium LB-IPAM) can serve the class-less ones. Empty: upstream's behaviour.
+    #[arg(long, default_value = "")]
+    pub load_balancer_class: String,
+
     /// The cluster's pod network, e.g. 10.244.0.0/16; two comma-separated CIDRs (one IPv4, one
     /// IPv6) for dual-stack. Required for routes; routes outside it are never touched.
     #[arg(long, default_value = "")]
@@ -236,6 +241,12 @@ impl ManagerArgs {
         if self.concurrent_service_syncs <= 0 {
             errors.push("--concurrent-service-syncs: must be a positive number".to_owned());
         }
+        if let Err(e) = validate_qualified_name(&self.load_balancer_class) {
+            errors.push(format!(
+                "--load-balancer-class: {:?} is not a valid class: {e} (a label-style key like example.com/cloud-lb)",
+                self.load_balancer_class
+            ));
+        }
         let controllers = controllers::resolve(&self.controllers).unwrap_or_else(|e| {
             errors.push(e);
             Vec::new()
@@ -300,6 +311,11 @@ impl ManagerArgs {
                 workers: node_syncs,
                 status_workers: node_status_updates,
                 status_update_frequency: self.node_status_update_frequency,
+            },
+            service: ServiceControllerConfig {
+                workers: usize::try_from(self.concurrent_service_syncs).unwrap_or(1),
+                cluster_name: self.cluster_name.clone(),
+                load_balancer_class: Some(self.load_balancer_class.clone()).filter(|c| !c.is_empty()),
             },
             node_monitor_period: self.node_monitor_period,
             min_resync_period: self.min_resync_period,
@@ -483,6 +499,43 @@ pub fn parse_cluster_cidrs(s: &str) -> Result<Vec<IpNet>, String> {
         [_, _] => Err(format!("--cluster-cidr: {s:?}: two CIDRs must be a dual-stack pair, one IPv4 and one IPv6")),
         _ => Err(format!("--cluster-cidr: {s:?}: at most two CIDRs (one IPv4 and one IPv6) are supported")),
     }
+}
+
+/// Checks a `spec.loadBalancerClass` value the way the API server does (a qualified name:
+/// an optional DNS subdomain prefix and `/`, then a name of at most 63 alphanumeric
+/// characters, `-`, `_` or `.`, starting and ending alphanumeric). Empty is accepted (unset).
+pub fn validate_qualified_name(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    let (prefix, name) = match value.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, value),
+    };
+    let alnum = |c: u8| c.is_ascii_alphanumeric();
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().next().is_some_and(alnum)
+        && name.bytes().last().is_some_and(alnum)
+        && name.bytes().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'));
+    if !name_ok {
+        return Err(format!(
+            "the name part {name:?} must be 1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric"
+        ));
+    }
+    if let Some(prefix) = prefix {
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        if prefix.is_empty() || prefix.len() > 253 || !prefix.split('.').all(label_ok) {
+            return Err(format!("the prefix {prefix:?} must be a lowercase DNS subdomain"));
+        }
+    }
+    Ok(())
 }
 
 /// Upstream `NodeControllerOptions.Validate`.
@@ -745,6 +798,51 @@ mod tests {
             assert!(text.contains(needle), "missing {needle:?} in {text}");
         }
         assert_eq!(errs.len(), 7, "{text}");
+    }
+
+    #[test]
+    fn service_controller_options_follow_the_flags() {
+        let o = valid(&[]);
+        assert_eq!((o.service.workers, o.service.cluster_name.as_str()), (1, "kubernetes"));
+        assert_eq!(o.service.load_balancer_class, None, "upstream's behaviour by default");
+        let o = valid(&[
+            "--concurrent-service-syncs=4",
+            "--cluster-name=prod",
+            "--load-balancer-class=example.com/cloud-lb",
+        ]);
+        assert_eq!(o.service.workers, 4);
+        assert_eq!(o.service.cluster_name, "prod");
+        assert_eq!(o.service.load_balancer_class.as_deref(), Some("example.com/cloud-lb"));
+        let o = valid(&["--load-balancer-class="]);
+        assert_eq!(o.service.load_balancer_class, None, "empty means unset");
+    }
+
+    #[test]
+    fn service_controller_flags_are_validated() {
+        let errs = parse(&[
+            "--cloud-provider=fake",
+            "--allow-untagged-cloud",
+            "--concurrent-service-syncs=0",
+            "--load-balancer-class=Example.com/x",
+        ])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+        assert_eq!(
+            errs,
+            vec![
+                "--concurrent-service-syncs: must be a positive number".to_owned(),
+                "--load-balancer-class: \"Example.com/x\" is not a valid class: the prefix \"Example.com\" must be a \
+                 lowercase DNS subdomain (a label-style key like example.com/cloud-lb)"
+                    .to_owned(),
+            ]
+        );
+        for bad in ["a/b/c", "-x", "x-", "/x", "example.com/", &"n".repeat(64), "bad name"] {
+            assert!(validate_qualified_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["x", "example.com/cloud-lb", "lb.k8s.io/a_b.c-d", "a1"] {
+            assert_eq!(validate_qualified_name(good), Ok(()), "{good:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use cloud_provider::Cloud;
-use controller_runtime::{ControllerIo, Informer, RuntimeMetrics};
+use controller_runtime::{ControllerIo, Informer, RuntimeMetrics, Synced};
+use controller_serving::MetricsRegistry;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::kube_client::{KubeClientError, rate_limited_client};
 use crate::metrics::{ManagerMetrics, RestClientMetricsLayer};
 use crate::options::Options;
+use crate::provider_events::Resyncs;
 
 /// Builds one Kubernetes client per user (controller, informers, leader election), each
 /// with its own `--kube-api-qps`/`--kube-api-burst` token bucket and User-Agent, like
@@ -62,10 +64,26 @@ impl Informers {
 
     /// The Service informer, created on first use.
     pub fn services(&mut self) -> &mut Informer<Service> {
+        self.nodes_and_services().1
+    }
+
+    /// The Node informer and the Service informer (created on first use), for controllers that
+    /// watch both.
+    pub fn nodes_and_services(&mut self) -> (&mut Informer<Node>, &mut Informer<Service>) {
         let (client, resync) = (&self.client, self.resync);
-        self.services.get_or_insert_with(|| {
+        let services = self.services.get_or_insert_with(|| {
             Informer::new(Api::all(client.clone()), watcher::Config::default()).resync_every(resync)
-        })
+        });
+        (&mut self.nodes, services)
+    }
+
+    /// One handle per informer that resolves once its cache holds the first complete list.
+    pub fn synced(&self) -> Vec<(&'static str, Synced)> {
+        let mut all = vec![("Node", self.nodes.synced())];
+        if let Some(services) = &self.services {
+            all.push(("Service", services.synced()));
+        }
+        all
     }
 
     /// Runs every informer until `shutdown`.
@@ -89,9 +107,12 @@ pub struct ControllerContext<C: Cloud> {
     pub informers: Informers,
     /// Stops the controllers (leadership lost, or shutdown).
     pub stop: CancellationToken,
+    /// Where controllers register to reconcile objects again when the provider asks.
+    pub resyncs: Resyncs,
     clients: ClientFactory,
     field_manager: String,
     metrics: RuntimeMetrics,
+    registry: MetricsRegistry,
 }
 
 impl<C: Cloud> ControllerContext<C> {
@@ -105,7 +126,38 @@ impl<C: Cloud> ControllerContext<C> {
         metrics: RuntimeMetrics,
         stop: CancellationToken,
     ) -> Self {
-        ControllerContext { cloud, options, informers, stop, clients, field_manager: field_manager.to_owned(), metrics }
+        let field_manager = field_manager.to_owned();
+        let registry = MetricsRegistry::new();
+        ControllerContext {
+            cloud,
+            options,
+            informers,
+            stop,
+            resyncs: Resyncs::default(),
+            clients,
+            field_manager,
+            metrics,
+            registry,
+        }
+    }
+
+    /// Routes the provider's resync requests through `resyncs` (the registry its event sink
+    /// uses).
+    pub fn with_resyncs(mut self, resyncs: Resyncs) -> Self {
+        self.resyncs = resyncs;
+        self
+    }
+
+    /// Controllers register their own metrics in `registry` (the one served on `/metrics`);
+    /// without it they go to a registry nobody serves.
+    pub fn with_metrics_registry(mut self, registry: MetricsRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// The registry served on `/metrics`, for a controller's own metrics.
+    pub fn metrics_registry(&self) -> &MetricsRegistry {
+        &self.registry
     }
 
     /// The client factory (for users other than controllers, e.g. leader election).

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController, RouteController};
+use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController, RouteController, ServiceController};
 use cloud_provider::Cloud;
 use tracing::{info, warn};
 
@@ -20,7 +20,7 @@ pub const CLOUD_NODE: &str = cloud_controllers::node::CONTROLLER_NAME;
 /// `cloud-node-lifecycle-controller`.
 pub const CLOUD_NODE_LIFECYCLE: &str = cloud_controllers::lifecycle::CONTROLLER_NAME;
 /// `service-lb-controller`.
-pub const SERVICE_LB: &str = "service-lb-controller";
+pub const SERVICE_LB: &str = cloud_controllers::service::CONTROLLER_NAME;
 /// `node-route-controller`.
 pub const NODE_ROUTE: &str = cloud_controllers::route::CONTROLLER_NAME;
 
@@ -117,13 +117,21 @@ pub(crate) fn build_controllers<C: Cloud>(
             CLOUD_NODE | CLOUD_NODE_LIFECYCLE => {
                 warn!("{name} not started: the cloud provider supports neither InstancesV2 nor Instances");
             }
-            SERVICE_LB => {
-                if ctx.cloud.load_balancer().is_none() {
-                    info!("{name} not started: the cloud provider does not offer load balancers");
-                } else {
-                    warn!("{name} not started: the service controller is not implemented yet");
+            SERVICE_LB => match ctx.cloud.load_balancer() {
+                None => info!("{name} not started: the cloud provider does not offer load balancers"),
+                Some(balancer) => {
+                    // Upstream's client name for this controller.
+                    let io = ctx.io(cloud_controllers::service::EVENT_COMPONENT)?;
+                    let config = ctx.options.service.clone();
+                    let (nodes, services) = ctx.informers.nodes_and_services();
+                    let c = ServiceController::new(balancer, services, nodes, io, config, ctx.stop.clone());
+                    let resync = c.resync_handle();
+                    ctx.resyncs.register("Service", move |o| resync(o.namespace.as_deref(), &o.name));
+                    let metrics = c.metrics();
+                    ctx.metrics_registry().with(|r| metrics.register(r));
+                    started.push((name, Box::pin(c.run())));
                 }
-            }
+            },
             NODE_ROUTE => match (ctx.options.routes.clone(), ctx.cloud.routes()) {
                 (None, _) => info!(
                     "{name} not started: routes are configured only with --allocate-node-cidrs=true and \

@@ -30,6 +30,7 @@ pub mod logging;
 pub mod manager;
 pub mod metrics;
 pub mod options;
+pub mod provider_events;
 
 pub use args::{LogFormat, ManagerArgs};
 pub use fence::Fence;

@@ -27,6 +27,7 @@ use crate::fence::Fence;
 use crate::kube_client::{KubeClientError, connection_config};
 use crate::metrics::ManagerMetrics;
 use crate::options::Options;
+use crate::provider_events::{RecorderSink, Resyncs};
 
 /// How long controllers get to finish after a stop request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -147,14 +148,14 @@ impl Manager {
         let config = connection_config(kube.kubeconfig.as_deref(), kube.master.as_deref()).await?;
         let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics);
         let listeners = serve(&options, &clients, plain, &health, &registry, &shutdown).await?;
+        // The provider's own events (upstream: its `Initialize` gets a client builder).
+        let resyncs = Resyncs::default();
+        let recorder = EventRecorder::new(clients.client("cloud-provider")?, identity.program);
+        cloud.initialize(RecorderSink::new(recorder, resyncs.clone()));
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());
         let informers = Informers::new(clients.client("shared-informers")?, resync);
-        let nodes_synced = informers.nodes.synced();
-        health.register("informer-sync", &[Probe::Readyz], move || {
-            if nodes_synced.is_synced() { Ok(()) } else { Err("the Node informer has not synced yet".to_owned()) }
-        });
         let stopping = Arc::new(AtomicBool::new(false));
         let s = stopping.clone();
         health.register("shutdown", &[Probe::Readyz], move || {
@@ -170,8 +171,16 @@ impl Manager {
             identity.field_manager,
             runtime_metrics,
             stop.clone(),
-        );
+        )
+        .with_metrics_registry(registry.clone())
+        .with_resyncs(resyncs);
         let controllers = build_controllers(&mut ctx)?;
+        // Every informer a controller asked for (Nodes, and Services with a service controller).
+        let synced = ctx.informers.synced();
+        health.register("informer-sync", &[Probe::Readyz], move || match synced.iter().find(|(_, s)| !s.is_synced()) {
+            Some((kind, _)) => Err(format!("the {kind} informer has not synced yet")),
+            None => Ok(()),
+        });
         let election = match &ctx.options.leader_election {
             Some(le) => {
                 let client = ctx.clients().client("leader-election")?;

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cloud_controllers::{NodeControllerConfig, RouteControllerConfig};
+use cloud_controllers::{NodeControllerConfig, RouteControllerConfig, ServiceControllerConfig};
 
 use crate::args::LogFormat;
 
@@ -18,6 +18,9 @@ pub struct Options {
     pub controllers: Vec<String>,
     /// cloud-node controller settings.
     pub node: NodeControllerConfig,
+    /// Service controller settings (`--concurrent-service-syncs`, `--cluster-name`,
+    /// `--load-balancer-class`).
+    pub service: ServiceControllerConfig,
     /// `--node-monitor-period` of the lifecycle controller.
     pub node_monitor_period: Duration,
     /// `--min-resync-period`: informers replay their cache every [period, 2 × period).

@@ -1,5 +1,5 @@
 //! Test doubles shared by the controller tests: [`FakeCloud`], a port of upstream's
-//! `k8s.io/cloud-provider/fake` `Cloud` (only what the node and node-lifecycle tests use),
+//! `k8s.io/cloud-provider/fake` `Cloud` (what the node, node-lifecycle and service tests use),
 //! plus small `Node` builders and a node comparison with the API server's notion of equality.
 
 use std::collections::BTreeMap;
@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cloud_provider::{
-    AddressType, Cloud, CloudError, InstanceMetadata, Instances, InstancesV2, NodeAddress, Unsupported, Zone, Zones,
+    AddressType, Cloud, CloudError, InstanceMetadata, Instances, InstancesV2, IpMode, LoadBalancer,
+    LoadBalancerIngress, LoadBalancerStatus, NodeAddress, Unsupported, Zone, Zones, default_load_balancer_name,
 };
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -27,6 +29,12 @@ pub(crate) enum FakeError {
     InstanceNotFound,
     /// `errors.New(msg)`.
     Msg(&'static str),
+    /// A transient failure (an outage): `CloudError::transient`.
+    Transient(&'static str),
+    /// `api.NewRetryError(msg, delay)`.
+    Retry(&'static str, Duration),
+    /// `cloudprovider.ImplementedElsewhere`.
+    ImplementedElsewhere,
 }
 
 impl FakeError {
@@ -35,6 +43,9 @@ impl FakeError {
             FakeError::NotImplemented => CloudError::NotImplemented,
             FakeError::InstanceNotFound => CloudError::InstanceNotFound,
             FakeError::Msg(msg) => CloudError::failed("FakeError", *msg),
+            FakeError::Transient(msg) => CloudError::transient("FakeOutage", *msg, None),
+            FakeError::Retry(msg, delay) => CloudError::Retry { message: (*msg).to_owned(), retry_after: *delay },
+            FakeError::ImplementedElsewhere => CloudError::ImplementedElsewhere,
         }
     }
 }
@@ -50,6 +61,61 @@ fn result<T>(value: T, err: &Option<FakeError>) -> Result<T, CloudError> {
 pub(crate) type MetadataOverride =
     Box<dyn Fn(&Node) -> Result<Option<InstanceMetadata>, CloudError> + Send + Sync + 'static>;
 
+/// Upstream `fakecloud.Balancer`: what `EnsureLoadBalancer` stored.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Balancer {
+    /// `Name` (`GetLoadBalancerName`).
+    pub name: String,
+    /// `Region` (the fake's zone's region).
+    pub region: String,
+    /// `LoadBalancerIP` (`spec.loadBalancerIP`).
+    pub load_balancer_ip: String,
+    /// `Ports` (`spec.ports`).
+    pub ports: Vec<ServicePort>,
+    /// `Hosts`.
+    pub hosts: Vec<Node>,
+}
+
+/// Upstream `fakecloud.UpdateBalancerCall`: one `EnsureLoadBalancer` or `UpdateLoadBalancer`
+/// call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UpdateBalancerCall {
+    /// `Service`.
+    pub service: Service,
+    /// `Hosts`.
+    pub hosts: Vec<Node>,
+}
+
+/// Upstream `EnsureCallCb` / `UpdateCallCb`, awaited after the call was recorded.
+pub(crate) type CallCallback = Box<dyn Fn(UpdateBalancerCall) -> BoxFuture<'static, ()> + Send + Sync + 'static>;
+
+/// The load balancer state of the fake, behind a lock because upstream's tests change it
+/// between steps (`cloud.Err = ...`, `cloud.UpdateCalls = nil`).
+#[derive(Debug, Default)]
+pub(crate) struct FakeBalancers {
+    /// `Exists` (answer of `GetLoadBalancer`).
+    pub exists: bool,
+    /// `Err` as the load balancer methods see it (upstream shares one `Err` with the address
+    /// and zone lookups; those read [`Fake::err`]).
+    pub err: Option<FakeError>,
+    /// Only for `UpdateLoadBalancer`, overriding `err` (not upstream's: its fake cannot fail
+    /// an update while `GetLoadBalancer` answers).
+    pub update_err: Option<FakeError>,
+    /// Only for `EnsureLoadBalancerDeleted`, overriding `err` (not upstream's, likewise).
+    pub delete_err: Option<FakeError>,
+    /// `ExternalIP` (the ingress IP of every status; upstream's zero value prints `<nil>`,
+    /// which an API server refuses, so tests set one).
+    pub external_ip: Option<String>,
+    /// `BalancerIPMode`.
+    pub ip_mode: Option<IpMode>,
+    /// `Balancers`, by name.
+    pub balancers: BTreeMap<String, Balancer>,
+    /// `UpdateCalls`.
+    pub update_calls: Vec<UpdateBalancerCall>,
+    /// `EnsureCalls`.
+    pub ensure_calls: Vec<UpdateBalancerCall>,
+}
+
 /// The state and knobs of the fake (upstream `fakecloud.Cloud`'s fields, snake_case).
 /// Build one with struct-update syntax (`Fake { enable_instances_v2: true, ..Fake::default() }`)
 /// and wrap it in a [`FakeCloud`].
@@ -63,6 +129,14 @@ pub(crate) struct Fake {
     pub disable_instances: bool,
     /// `DisableZones`.
     pub disable_zones: bool,
+    /// `DisableLoadBalancers`.
+    pub disable_load_balancers: bool,
+    /// The load balancer state (`Exists`, `Err`, `ExternalIP`, `Balancers`, the call logs).
+    pub lb: Mutex<FakeBalancers>,
+    /// `EnsureCallCb`.
+    pub ensure_call_cb: Option<CallCallback>,
+    /// `UpdateCallCb`.
+    pub update_call_cb: Option<CallCallback>,
     /// `ExistsByProviderID` (answer of `InstanceExists` and `InstanceExistsByProviderID`).
     pub exists_by_provider_id: bool,
     /// `ErrByProviderID` (error of the same two calls).
@@ -111,6 +185,27 @@ impl Fake {
     pub(crate) fn calls(&self) -> Vec<String> {
         self.calls.lock().expect("calls lock").clone()
     }
+
+    /// `ClearCalls`.
+    pub(crate) fn clear_calls(&self) {
+        self.calls.lock().expect("calls lock").clear();
+    }
+
+    /// The load balancer state.
+    pub(crate) fn lb(&self) -> std::sync::MutexGuard<'_, FakeBalancers> {
+        self.lb.lock().expect("lb lock")
+    }
+
+    fn lb_result<T>(&self, value: T) -> Result<T, CloudError> {
+        result(value, &self.lb().err)
+    }
+
+    fn status(&self) -> LoadBalancerStatus {
+        let lb = self.lb();
+        LoadBalancerStatus {
+            ingress: vec![LoadBalancerIngress { ip: lb.external_ip.clone(), hostname: None, ip_mode: lb.ip_mode }],
+        }
+    }
 }
 
 /// The fake as a [`Cloud`]. Every capability handle is the same shared [`Fake`], so the test
@@ -135,7 +230,7 @@ impl Cloud for FakeCloud {
     type InstancesV2 = Fake;
     type Instances = Fake;
     type Zones = Fake;
-    type LoadBalancer = Unsupported;
+    type LoadBalancer = Fake;
     type Routes = Unsupported;
 
     fn provider_name(&self) -> &str {
@@ -158,8 +253,8 @@ impl Cloud for FakeCloud {
         (!self.0.disable_zones).then(|| self.0.clone())
     }
 
-    fn load_balancer(&self) -> Option<Arc<Unsupported>> {
-        None
+    fn load_balancer(&self) -> Option<Arc<Fake>> {
+        (!self.0.disable_load_balancers).then(|| self.0.clone())
     }
 
     fn routes(&self) -> Option<Arc<Unsupported>> {
@@ -249,6 +344,71 @@ impl Zones for Fake {
     async fn zone_by_node_name(&self, _node_name: &str) -> Result<Zone, CloudError> {
         self.add_call("get-zone-by-node-name").await;
         result(self.zone.clone(), &self.err)
+    }
+}
+
+impl LoadBalancer for Fake {
+    async fn get_load_balancer(
+        &self,
+        _cluster: &str,
+        _service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        let exists = self.lb().exists;
+        self.lb_result(exists.then(|| self.status()))
+    }
+
+    fn get_load_balancer_name(&self, _cluster: &str, service: &Service) -> String {
+        default_load_balancer_name(service)
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Node],
+    ) -> Result<LoadBalancerStatus, CloudError> {
+        self.add_call("create").await;
+        let call = UpdateBalancerCall { service: service.clone(), hosts: nodes.to_vec() };
+        self.lb().ensure_calls.push(call.clone());
+        if let Some(cb) = &self.ensure_call_cb {
+            cb(call).await;
+        }
+        // Upstream reads the region through `GetZone`, which fails with `Err`.
+        self.lb_result(())?;
+        let name = self.get_load_balancer_name(cluster, service);
+        let spec = service.spec.clone().unwrap_or_default();
+        let balancer = Balancer {
+            name: name.clone(),
+            region: self.zone.region.clone(),
+            load_balancer_ip: spec.load_balancer_ip.unwrap_or_default(),
+            ports: spec.ports.unwrap_or_default(),
+            hosts: nodes.to_vec(),
+        };
+        self.lb().balancers.insert(name, balancer);
+        Ok(self.status())
+    }
+
+    async fn update_load_balancer(&self, _cluster: &str, service: &Service, nodes: &[Node]) -> Result<(), CloudError> {
+        self.add_call("update").await;
+        let call = UpdateBalancerCall { service: service.clone(), hosts: nodes.to_vec() };
+        self.lb().update_calls.push(call.clone());
+        if let Some(cb) = &self.update_call_cb {
+            cb(call).await;
+        }
+        let update_err = self.lb().update_err.clone();
+        match update_err {
+            Some(e) => Err(e.to_cloud()),
+            None => self.lb_result(()),
+        }
+    }
+
+    async fn ensure_load_balancer_deleted(&self, _cluster: &str, _service: &Service) -> Result<(), CloudError> {
+        self.add_call("delete").await;
+        let delete_err = self.lb().delete_err.clone();
+        match delete_err {
+            Some(e) => Err(e.to_cloud()),
+            None => self.lb_result(()),
+        }
     }
 }
 

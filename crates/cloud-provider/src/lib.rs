@@ -12,9 +12,13 @@
 //! legacy [`Instances`]/[`Zones`],
 //! [`LoadBalancer`], [`Routes`]), neutral types ([`InstanceMetadata`], [`NodeAddress`],
 //! [`Route`], [`LoadBalancerStatus`]), the sentinel errors ([`CloudError`]), the well-known
-//! names, and the pure node helpers (addresses, provided node IP, taints). It has no I/O.
+//! names, the pure helpers for nodes (addresses, provided node IP, taints), load balancer
+//! services (source ranges, health-check port, cleanup finalizer, status equality) and label
+//! selectors, and the [`events::EventSink`] a provider raises its own events through. It has no
+//! I/O.
 
 mod error;
+pub mod events;
 pub mod helpers;
 mod traits;
 mod types;

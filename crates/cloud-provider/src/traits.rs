@@ -12,6 +12,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Service};
 
 use crate::error::CloudError;
+use crate::events::EventSink;
 use crate::types::{InstanceMetadata, LoadBalancerStatus, NodeAddress, Route};
 
 /// A cloud provider (upstream `cloudprovider.Interface`).
@@ -48,6 +49,13 @@ pub trait Cloud: Send + Sync + 'static {
 
     /// The routes capability, if supported and enabled.
     fn routes(&self) -> Option<Arc<Self::Routes>>;
+
+    /// Called once by the manager before any controller runs (upstream `Initialize`): hands
+    /// the provider the sink for the events it raises itself (e.g. a Service port the cloud
+    /// cannot serve). The default ignores it.
+    fn initialize(&self, events: Arc<dyn EventSink>) {
+        let _ = events;
+    }
 }
 
 /// What a batch of lookups announced with [`InstancesV2::prefetch`] is for.

@@ -43,6 +43,7 @@
 mod client;
 mod endpoints;
 mod error;
+mod http_date;
 pub mod models;
 mod observe;
 mod paging;

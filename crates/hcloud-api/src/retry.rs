@@ -22,10 +22,12 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use jiff::Timestamp;
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 
 use crate::error::ErrorCode;
+use crate::http_date;
 
 /// Retry policy for failed requests (see the module docs for which failures are retried).
 ///
@@ -140,44 +142,15 @@ pub(crate) fn wait_for_one_request(limit: u64, remaining: u64, reset: SystemTime
     until_full / missing
 }
 
-/// Parses `Retry-After`: delta-seconds or an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+/// Parses `Retry-After`: delta-seconds or an HTTP-date (see [`crate::http_date`]); a date in
+/// the past means no wait.
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    let at = parse_imf_fixdate(value)?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-fn parse_imf_fixdate(value: &str) -> Option<SystemTime> {
-    // "Sun, 06 Nov 1994 08:49:37 GMT"
-    let rest = value.split_once(", ")?.1;
-    let mut parts = rest.split(' ');
-    let day: u32 = parts.next()?.parse().ok()?;
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let month_name = parts.next()?;
-    let month = u32::try_from(MONTHS.iter().position(|m| *m == month_name)?).ok()? + 1;
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
-    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    if parts.next()? != "GMT" || parts.next().is_some() || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let secs = u64::try_from(days).ok()?.checked_mul(86_400)?.checked_add(h * 3600 + m * 60 + s)?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let at = http_date::parse(value, Timestamp::try_from(now).ok()?)?;
+    Some(SystemTime::from(at).duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
@@ -278,7 +251,15 @@ mod tests {
         assert_eq!(parse_retry_after(" 120 ", now), Some(Duration::from_secs(120)));
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29T00:00:00Z
         assert_eq!(parse_retry_after("Tue, 29 Feb 2000 00:00:05 GMT", leap), Some(Duration::from_secs(5)));
-        for bad in ["soon", "-1", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994"]
+        // The obsolete forms RFC 9110 makes a recipient accept, and other RFC 5322 dates.
+        for same in ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 09:49:37 +0100"] {
+            assert_eq!(parse_retry_after(same, now), Some(Duration::from_secs(7)), "{same:?}");
+        }
+        // "UTC" is no RFC 5322 zone name; RFC 5322 §4.3 reads unknown ones as UTC.
+        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 UTC", now), Some(Duration::from_secs(7)));
+        // Before 1970 is in the past, too.
+        assert_eq!(parse_retry_after("Fri, 01 Jan 1960 00:00:00 GMT", now), Some(Duration::ZERO));
+        for bad in ["soon", "-1", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994", "Sun, 31 Feb 1994 08:49:37 GMT"]
         {
             assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
         }

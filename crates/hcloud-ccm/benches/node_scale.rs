@@ -228,16 +228,22 @@ async fn main() {
         per_pass * 12.0
     );
 
-    // 2b. Ten nodes NotReady (servers still running): lifecycle checks them every 5 s.
+    // 2b. Ten nodes turn NotReady (servers still running): the transition is rechecked once,
+    // then the lifecycle checks them every 5 s from the inventory.
     let not_ready = 10.min(n);
+    h.reset_requests();
     for i in 0..not_ready {
         set_ready(&client, &format!("node-{i:04}"), Ready::False).await.expect("not ready");
     }
+    // Two monitor periods: every transition has been seen and rechecked.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    println!("\n2b. {not_ready} nodes turn NotReady: the recheck of the transition");
+    print_counts("in the 11 s after the transition (including any refresh pass)", &fake);
     h.reset_requests();
     tokio::time::sleep(window).await;
     let total = h.request_counts().total as f64;
     let lifecycle_per_hour = (total - per_pass * passes).max(0.0) * 3600.0 / window.as_secs_f64();
-    println!("\n2b. {not_ready} nodes NotReady (servers running), window {}s", window.as_secs());
+    println!("\n2c. {not_ready} nodes NotReady (servers running), window {}s", window.as_secs());
     print_counts("in the window", &fake);
     println!("  ≈ {lifecycle_per_hour:.0} requests/hour from lifecycle monitoring of {not_ready} NotReady nodes");
 

@@ -4,12 +4,20 @@
 use clap::Parser;
 use cloud_controller_manager::ManagerArgs;
 use hcloud_provider::config::ENV_HELP;
+use hcloud_provider::load_balancers::defaults::ENV_HELP as LB_ENV_HELP;
+
+/// Environment variable for `--load-balancer-class`.
+pub const LOAD_BALANCER_CLASS_ENV: &str = "HCLOUD_LOAD_BALANCER_CLASS";
 
 fn env_help() -> String {
     let mut s = String::from("Environment (Hetzner settings, same names as the official CCM):\n");
-    for (k, v) in ENV_HELP {
+    for (k, v) in ENV_HELP.iter().chain(LB_ENV_HELP) {
         s.push_str(&format!("  {k}\n      {v}\n"));
     }
+    s.push_str(
+        "\nServices of type LoadBalancer take the official CCM's load-balancer.hetzner.cloud/* annotations;\n\
+         each annotation overrides the matching HCLOUD_LOAD_BALANCERS_* variable.\n",
+    );
     s.push_str(
         "\nFlags marked [compat] are accepted so the official chart's arguments work, and have no effect.\n\
          Logs: RUST_LOG overrides --v (e.g. RUST_LOG=hcloud_provider=debug); NO_COLOR turns colours off.",
@@ -25,6 +33,10 @@ fn env_help() -> String {
     version,
     about,
     args_override_self = true,
+    mut_arg("cloud_provider", |a| a.help("Cloud provider name: hcloud")),
+    // hcloud-ccm only (the official CCM cannot share LoadBalancer Services with another
+    // implementation): the generic flag, also read from the environment.
+    mut_arg("load_balancer_class", |a| a.env(LOAD_BALANCER_CLASS_ENV)),
     after_long_help = env_help(),
     after_help = "Run with --help for the environment variables."
 )]
@@ -64,6 +76,20 @@ mod tests {
     }
 
     #[test]
+    fn the_load_balancer_class_comes_from_the_flag_or_the_environment() {
+        let cli = Cli::try_parse_from(["hcloud-ccm", "--load-balancer-class=example.com/hcloud"]).expect("parses");
+        assert_eq!(cli.manager.load_balancer_class, "example.com/hcloud");
+        let help = <Cli as clap::CommandFactory>::command().render_long_help().to_string();
+        assert!(help.contains("[env: HCLOUD_LOAD_BALANCER_CLASS="), "{help}");
+        let arg = <Cli as clap::CommandFactory>::command()
+            .get_arguments()
+            .find(|a| a.get_id() == "load_balancer_class")
+            .map(|a| a.get_env().map(|e| e.to_os_string()))
+            .expect("the flag exists");
+        assert_eq!(arg.as_deref(), Some(std::ffi::OsStr::new(LOAD_BALANCER_CLASS_ENV)));
+    }
+
+    #[test]
     fn another_cloud_provider_is_refused() {
         let cli =
             Cli::try_parse_from(["hcloud-ccm", "--cloud-provider=aws", "--allow-untagged-cloud"]).expect("parses");
@@ -79,6 +105,9 @@ mod tests {
             "HCLOUD_TOKEN",
             "HCLOUD_NETWORK",
             "HCLOUD_SERVER_CACHE_MODE",
+            "HCLOUD_LOAD_BALANCERS_ENABLED",
+            "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL",
+            "load-balancer.hetzner.cloud/",
             "--node-monitor-period",
             "--leader-elect-lease-duration",
             "--secure-port",

@@ -10,7 +10,7 @@ use common::{Env, REACT, tainted};
 use hcloud_fake::FakeConfig;
 use hcloud_fake::control::SeedServer;
 use k8s_openapi::api::core::v1::Node;
-use test_harness::{NodeBuilder, Ready, set_ready, unique_name, wait_for, wait_until};
+use test_harness::{ChildProcess, NodeBuilder, Ready, set_ready, unique_name, wait_for, wait_until};
 
 const TOKEN_A: &str = "replicaa00000000000000000000000000000000000000000000000000000000";
 const TOKEN_B: &str = "replicab00000000000000000000000000000000000000000000000000000000";
@@ -20,6 +20,20 @@ const WAITING: &str = "attempting to acquire leader lease";
 
 fn initialized(n: Option<&Node>) -> bool {
     n.is_some_and(|n| !tainted(n) && n.spec.as_ref().and_then(|s| s.provider_id.as_ref()).is_some())
+}
+
+/// Starts replica A (which must acquire) and replica B (which must stand by) on `lease`.
+async fn leader_and_standby(
+    env: &Env,
+    lease: &str,
+    a_kubeconfig: &std::path::Path,
+    a_env: &[(&str, &str)],
+) -> (ChildProcess, ChildProcess) {
+    let a = env.spawn_replica_with("replica-a", TOKEN_A, a_kubeconfig, lease, a_env);
+    a.wait_for_log(ACQUIRED, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", a.logs()));
+    let b = env.spawn_replica("replica-b", TOKEN_B, env.cp.ccm_kubeconfig(), lease);
+    b.wait_for_log(WAITING, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
+    (a, b)
 }
 
 /// `METHOD /path` of every request sent with `token`.
@@ -34,12 +48,7 @@ async fn one_replica_leads_the_standby_stays_off_hetzner_and_sigterm_hands_over_
     h.seed_server(&SeedServer::new("le-before")).expect("server");
     h.seed_server(&SeedServer::new("le-after")).expect("server");
     let lease = unique_name("ccm-le");
-    let kubeconfig = env.cp.ccm_kubeconfig();
-
-    let a = env.spawn_replica("replica-a", TOKEN_A, kubeconfig, &lease);
-    a.wait_for_log(ACQUIRED, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", a.logs()));
-    let b = env.spawn_replica("replica-b", TOKEN_B, kubeconfig, &lease);
-    b.wait_for_log(WAITING, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
+    let (a, b) = leader_and_standby(&env, &lease, env.cp.ccm_kubeconfig(), &[]).await;
 
     NodeBuilder::new("le-before").register(&env.client).await.expect("node");
     wait_for(&env.nodes, "le-before", REACT, "initialized by the leader", initialized).await.expect("initialized");
@@ -73,11 +82,7 @@ async fn after_sigkill_the_standby_takes_over_once_the_lease_expires() {
     let env = Env::start(FakeConfig::default()).await;
     env.fake.handle().seed_server(&SeedServer::new("le-killed")).expect("server");
     let lease = unique_name("ccm-le");
-    let kubeconfig = env.cp.ccm_kubeconfig();
-    let a = env.spawn_replica("replica-a", TOKEN_A, kubeconfig, &lease);
-    a.wait_for_log(ACQUIRED, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", a.logs()));
-    let b = env.spawn_replica("replica-b", TOKEN_B, kubeconfig, &lease);
-    b.wait_for_log(WAITING, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
+    let (a, b) = leader_and_standby(&env, &lease, env.cp.ccm_kubeconfig(), &[]).await;
 
     a.signal("KILL").expect("kill");
     a.wait_exit(REACT).await.expect("killed");
@@ -97,17 +102,21 @@ async fn a_partitioned_leader_stops_before_its_lease_expires_and_sends_nothing_a
     // Replica A reaches the API server only through a proxy the test can cut.
     let proxy = env.cp.apiserver_proxy().expect("proxy");
     let via_proxy = env.cp.kubeconfig_via(env.cp.ccm_kubeconfig(), &proxy).expect("kubeconfig");
-    let a = env.spawn_replica("replica-a", TOKEN_A, &via_proxy, &lease);
-    a.wait_for_log(ACQUIRED, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", a.logs()));
-    let b = env.spawn_replica("replica-b", TOKEN_B, env.cp.ccm_kubeconfig(), &lease);
-    b.wait_for_log(WAITING, REACT).await.unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
+    // With one-second cache ages, a NotReady node keeps the leader's lifecycle checks talking to
+    // Hetzner every second (--node-monitor-period=1s): it keeps trying until it stops.
+    let short_cache = [("HCLOUD_SERVER_CACHE_MAX_AGE", "1s"), ("HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", "1s")];
+    let (a, b) = leader_and_standby(&env, &lease, &via_proxy, &short_cache).await;
 
-    // A NotReady node keeps the leader's lifecycle checks talking to Hetzner every second
-    // (the lifecycle max age is at least the 10 s default max age: the snapshot ages).
     NodeBuilder::new("le-watched").register(&env.client).await.expect("node");
     wait_for(&env.nodes, "le-watched", REACT, "initialized", initialized).await.expect("initialized");
     set_ready(&env.client, "le-watched", Ready::False).await.expect("not ready");
+    let sent_by_a = || h.request_log_for_token(TOKEN_A).len();
+    let before = sent_by_a();
+    wait_until(REACT, "the leader's lifecycle checks reach Hetzner", async || sent_by_a() >= before + 2)
+        .await
+        .expect("lifecycle traffic");
 
+    let cut_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis() as i64;
     proxy.cut();
     let status = a.wait_exit(REACT).await.expect("the partitioned leader exits");
     assert_ne!(status.code(), Some(0), "fail-stop exits non-zero:\n{}", a.logs());
@@ -117,8 +126,11 @@ async fn a_partitioned_leader_stops_before_its_lease_expires_and_sends_nothing_a
     // The new leader works (a node registered after the takeover is initialized) ...
     NodeBuilder::new("le-late").register(&env.client).await.expect("node");
     wait_for(&env.nodes, "le-late", REACT, "initialized by the new leader", initialized).await.expect("initialized");
-    // ... and every request of the old leader reached Hetzner before the new leader's first.
-    let old_last = h.request_log_for_token(TOKEN_A).iter().map(|r| r.unix_ms).max().expect("old leader requests");
+    // ... and every request of the old leader reached Hetzner before the new leader's first,
+    // although it kept working while it was cut off from the API server.
+    let old = h.request_log_for_token(TOKEN_A);
+    assert!(old.iter().any(|r| r.unix_ms > cut_at), "the old leader kept checking nodes while partitioned");
+    let old_last = old.iter().map(|r| r.unix_ms).max().expect("old leader requests");
     let new_first = h
         .request_log_for_token(TOKEN_B)
         .iter()

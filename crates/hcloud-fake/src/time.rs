@@ -1,80 +1,41 @@
-//! Wall-clock helpers: unix seconds and RFC 3339 formatting (UTC), without a date crate.
+//! Wall-clock helpers: unix seconds, and the RFC 3339 strings (UTC) the fake writes, via `jiff`.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use jiff::civil::{self, DateTime};
+use jiff::{SignedDuration, Timestamp};
+
+/// 1970-01-01T00:00:00 UTC.
+const EPOCH: DateTime = civil::datetime(1970, 1, 1, 0, 0, 0, 0);
 
 /// Current unix time in milliseconds.
 pub(crate) fn now_unix_ms() -> i64 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        Err(_) => 0,
-    }
+    Timestamp::now().as_millisecond()
 }
 
 /// Current unix time in seconds.
 pub(crate) fn now_unix() -> i64 {
-    now_unix_ms().div_euclid(1000)
+    Timestamp::now().as_second()
 }
 
-/// Civil date (year, month, day) from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    // d is in 1..=31 and m in 1..=12 by construction, so the casts cannot truncate.
-    (y, u32::try_from(m).unwrap_or(1), u32::try_from(d).unwrap_or(1))
-}
-
-/// Days since 1970-01-01 of a civil date (inverse of `civil_from_days`). Tests write known
-/// dates with it; the fake itself only formats.
-#[cfg(test)]
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Unix seconds of a UTC civil time.
-#[cfg(test)]
-pub(crate) fn unix_from_civil(y: i64, m: u32, d: u32, hh: u32, mm: u32, ss: u32) -> i64 {
-    days_from_civil(y, m, d) * 86_400 + i64::from(hh) * 3600 + i64::from(mm) * 60 + i64::from(ss)
-}
-
-/// The UTC civil time of unix seconds: (year, month, day, hour, minute, second).
-#[cfg(test)]
-fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    // rem < 86400, so every part fits in u32.
-    let part = |v: i64| u32::try_from(v).unwrap_or(0);
-    (y, m, d, part(rem / 3600), part((rem % 3600) / 60), part(rem % 60))
-}
+// The UTC civil time is computed as a `DateTime` (years -9999..=9999) rather than through a
+// `Timestamp`, whose range ends 26 hours earlier so that any offset can be applied to it: a
+// certificate valid until 9999-12-31T23:59:59Z (RFC 5280's "no expiry") must be written as
+// such. Times outside the range are written as its nearest end.
 
 /// `YYYY-MM-DDTHH:MM:SS+00:00` for a unix timestamp in seconds (the API's format).
 pub(crate) fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00", rem / 3600, (rem % 3600) / 60, rem % 60)
+    // Precision 0: whole seconds only (`DateTime::MAX` has a fraction).
+    format!("{:.0}+00:00", EPOCH.saturating_add(SignedDuration::from_secs(secs)))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a unix timestamp in milliseconds (request log).
 pub(crate) fn rfc3339_ms(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let base = rfc3339(secs);
-    let stem = base.trim_end_matches("+00:00");
-    format!("{stem}.{milli:03}Z")
+    format!("{:.3}Z", EPOCH.saturating_add(SignedDuration::from_millis(ms)))
+}
+
+/// Unix seconds of an RFC 3339 time; tests write known instants with it.
+#[cfg(test)]
+pub(crate) fn unix(rfc3339: &str) -> i64 {
+    rfc3339.parse::<Timestamp>().unwrap_or_else(|e| panic!("{rfc3339}: {e}")).as_second()
 }
 
 #[cfg(test)]
@@ -83,16 +44,42 @@ mod tests {
 
     #[test]
     fn formats_known_dates() {
+        // Expected strings from `date -u -d @SECS +%Y-%m-%dT%H:%M:%S+00:00`.
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00+00:00");
         assert_eq!(rfc3339(1_454_198_100), "2016-01-30T23:55:00+00:00");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00+00:00");
+        assert_eq!(rfc3339(1_798_675_200), "2026-12-31T00:00:00+00:00");
+        assert_eq!(rfc3339(2_524_608_000), "2050-01-01T00:00:00+00:00");
+        assert_eq!(rfc3339(4_102_444_800), "2100-01-01T00:00:00+00:00");
+        assert_eq!(rfc3339(-1), "1969-12-31T23:59:59+00:00");
+        assert_eq!(rfc3339(253_402_300_799), "9999-12-31T23:59:59+00:00");
+        assert_eq!(rfc3339(i64::MAX), "9999-12-31T23:59:59+00:00");
+        assert_eq!(rfc3339(i64::MIN), "-009999-01-01T00:00:00+00:00");
+    }
+
+    #[test]
+    fn formats_milliseconds() {
         assert_eq!(rfc3339_ms(1_500), "1970-01-01T00:00:01.500Z");
-        assert_eq!(unix_from_civil(2016, 1, 30, 23, 55, 0), 1_454_198_100);
-        assert_eq!(unix_from_civil(2000, 2, 29, 0, 0, 0), 951_782_400);
-        assert_eq!(unix_from_civil(1970, 1, 1, 0, 0, 0), 0);
-        for t in [0, 951_782_400, 1_798_675_200, 4_102_444_800, 2_524_608_000] {
-            let (y, m, d, hh, mm, ss) = civil_from_unix(t);
-            assert_eq!(unix_from_civil(y, m, d, hh, mm, ss), t);
-        }
+        assert_eq!(rfc3339_ms(1_000), "1970-01-01T00:00:01.000Z");
+        assert_eq!(rfc3339_ms(1_454_198_100_007), "2016-01-30T23:55:00.007Z");
+        assert_eq!(rfc3339_ms(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339_ms(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339_ms(i64::MAX), "9999-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn reads_known_dates() {
+        assert_eq!(unix("1970-01-01T00:00:00Z"), 0);
+        assert_eq!(unix("2016-01-30T23:55:00Z"), 1_454_198_100);
+        assert_eq!(unix("2000-02-29T00:00:00+00:00"), 951_782_400);
+    }
+
+    #[test]
+    fn the_clock_is_unix_time() {
+        // Seconds and milliseconds since the epoch: after 2026-01-01 (this code was written
+        // later) and before 2100-01-01.
+        let (s, ms) = (now_unix(), now_unix_ms());
+        assert!((1_767_225_600..4_102_444_800).contains(&s), "{s}");
+        assert!((1_767_225_600_000..4_102_444_800_000).contains(&ms), "{ms}");
     }
 }

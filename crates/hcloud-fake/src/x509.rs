@@ -154,7 +154,7 @@ pub fn issue_pem(domains: &[String], serial: u64, not_before: i64, not_after: i6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::unix_from_civil;
+    use crate::time::unix;
 
     const FIXTURE: &str = include_str!("../tests/fixtures/test-only-cert.pem");
 
@@ -163,8 +163,8 @@ mod tests {
         // Values from `openssl x509 -noout -fingerprint -sha256 -dates -ext subjectAltName`.
         let info = read_pem(FIXTURE).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(info.domain_names, vec!["fake.example.com", "www.fake.example.com", "*.apps.fake.example.com"]);
-        assert_eq!(info.not_valid_before, unix_from_civil(2026, 11, 23, 17, 14, 53));
-        assert_eq!(info.not_valid_after, unix_from_civil(2036, 11, 20, 17, 14, 53));
+        assert_eq!(info.not_valid_before, unix("2026-11-23T17:14:53Z"));
+        assert_eq!(info.not_valid_after, unix("2036-11-20T17:14:53Z"));
         assert_eq!(
             info.fingerprint,
             "59:6c:9f:41:8a:91:19:bf:75:64:bd:0c:ab:ef:fe:05:d1:b5:f2:36:37:35:c3:b7:13:ef:e6:25:cd:a6:15:c2"
@@ -191,7 +191,7 @@ mod tests {
     fn issued_certificates_read_back() {
         let domains = ["a.example.com", "b.example.com"];
         // One time before 2050 (UTCTime), one after (GeneralizedTime).
-        let (from, to) = (unix_from_civil(2026, 1, 2, 3, 4, 5), unix_from_civil(2051, 6, 7, 8, 9, 10));
+        let (from, to) = (unix("2026-01-02T03:04:05Z"), unix("2051-06-07T08:09:10Z"));
         let (pem, cert) = issued(&domains, 40_001, from, to);
         let info = read_pem(&pem).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

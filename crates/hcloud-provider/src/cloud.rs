@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cloud_provider::events::EventSink;
 use cloud_provider::{Cloud, Unsupported};
 use hcloud_api::models::{Network, NetworkId};
 use hcloud_api::{Client, ErrorCode, RequestGate};
@@ -12,6 +13,7 @@ use tracing::{info, warn};
 use crate::config::{CacheMode, Config};
 use crate::instances::HcloudInstances;
 use crate::inventory::Inventory;
+use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
 use crate::routes::{HcloudRoutes, RoutesConfig};
 
@@ -67,6 +69,7 @@ pub struct HcloudCloud {
     inventory: Arc<Inventory>,
     instances: Arc<HcloudInstances>,
     routes: Option<Arc<HcloudRoutes>>,
+    load_balancers: Option<Arc<HcloudLoadBalancers>>,
 }
 
 impl HcloudCloud {
@@ -132,11 +135,25 @@ impl HcloudCloud {
                     cluster_cidrs: config.cluster_cidrs.clone(),
                     confirm_max_age: config.cache_max_age,
                 };
-                Some(Arc::new(HcloudRoutes::new(client.clone(), inventory.clone(), settings, metrics)))
+                Some(Arc::new(HcloudRoutes::new(client.clone(), inventory.clone(), settings, metrics.clone())))
             }
             _ => None,
         };
-        Ok(HcloudCloud { client, network, inventory, instances, routes })
+        let load_balancers = config.load_balancers_enabled.then(|| {
+            Arc::new(
+                HcloudLoadBalancers::new(
+                    client.clone(),
+                    config.load_balancers.clone(),
+                    network.as_ref().map(|n| n.id),
+                    config.load_balancers_max_age,
+                )
+                .with_metrics(metrics),
+            )
+        });
+        if load_balancers.is_none() {
+            info!("HCLOUD_LOAD_BALANCERS_ENABLED=false: Services of type LoadBalancer are not served");
+        }
+        Ok(HcloudCloud { client, network, inventory, instances, routes, load_balancers })
     }
 
     /// The API client.
@@ -176,7 +193,7 @@ impl Cloud for HcloudCloud {
     type InstancesV2 = HcloudInstances;
     type Instances = Unsupported;
     type Zones = Unsupported;
-    type LoadBalancer = Unsupported;
+    type LoadBalancer = HcloudLoadBalancers;
     type Routes = HcloudRoutes;
 
     fn provider_name(&self) -> &str {
@@ -200,12 +217,19 @@ impl Cloud for HcloudCloud {
         None
     }
 
-    fn load_balancer(&self) -> Option<Arc<Unsupported>> {
-        None
+    /// Unless `HCLOUD_LOAD_BALANCERS_ENABLED=false`.
+    fn load_balancer(&self) -> Option<Arc<HcloudLoadBalancers>> {
+        self.load_balancers.clone()
     }
 
     /// With `HCLOUD_NETWORK` set and `HCLOUD_NETWORK_ROUTES_ENABLED` not false.
     fn routes(&self) -> Option<Arc<HcloudRoutes>> {
         self.routes.clone()
+    }
+
+    fn initialize(&self, events: Arc<dyn EventSink>) {
+        if let Some(lb) = &self.load_balancers {
+            lb.set_events(events);
+        }
     }
 }

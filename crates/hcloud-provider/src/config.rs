@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+use crate::load_balancers::LbDefaults;
+use crate::load_balancers::defaults as lb_env;
+
 /// Which ExternalIPs nodes get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AddressFamily {
@@ -60,6 +63,13 @@ pub struct Config {
     /// The cluster's pod network (`--cluster-cidr`; the program sets it from its flags):
     /// routes are created and deleted only inside it.
     pub cluster_cidrs: Vec<ipnet::IpNet>,
+    /// `HCLOUD_LOAD_BALANCERS_ENABLED` (default true): offer Load Balancers.
+    pub load_balancers_enabled: bool,
+    /// The other `HCLOUD_LOAD_BALANCERS_*`: cluster-wide defaults of the annotations.
+    pub load_balancers: LbDefaults,
+    /// `HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE` (hcloud-ccm only, default 5m): how old the shared
+    /// Load Balancer list may get before it is read again.
+    pub load_balancers_max_age: Duration,
     /// Non-fatal findings worth a log line (e.g. an unusual token length).
     pub warnings: Vec<String>,
 }
@@ -78,6 +88,8 @@ impl fmt::Debug for Config {
             .field("lifecycle_max_age", &self.lifecycle_max_age)
             .field("routes_enabled", &self.routes_enabled)
             .field("cluster_cidrs", &self.cluster_cidrs)
+            .field("load_balancers_enabled", &self.load_balancers_enabled)
+            .field("load_balancers", &self.load_balancers)
             .finish_non_exhaustive()
     }
 }
@@ -87,7 +99,8 @@ impl fmt::Debug for Config {
 #[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
 pub struct ConfigErrors(pub Vec<String>);
 
-/// Every environment variable this provider reads, with its meaning (for `--help`).
+/// Every environment variable this provider reads besides the `HCLOUD_LOAD_BALANCERS_*` ones
+/// (see [`crate::load_balancers::defaults::ENV_HELP`]), with its meaning (for `--help`).
 pub const ENV_HELP: &[(&str, &str)] = &[
     ("HCLOUD_TOKEN", "Hetzner Cloud API token (required, or HCLOUD_TOKEN_FILE). Checked at start-up."),
     ("HCLOUD_TOKEN_FILE", "File holding the token (whitespace trimmed); HCLOUD_TOKEN wins if both are set."),
@@ -122,20 +135,6 @@ pub use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 /// Variables of the official CCM that hcloud-ccm accepts but does not act on yet, with what
 /// is missing. Setting one logs a warning at start-up, so nobody relies on it unknowingly.
 pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    ("HCLOUD_LOAD_BALANCERS_ENABLED", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_LOCATION", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_DISABLE_IPV6", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_TYPE", LOAD_BALANCERS_MISSING),
-    ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", LOAD_BALANCERS_MISSING),
     (
         "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK",
         "hcloud-ccm does not query the metadata service for the attached-network check",
@@ -149,7 +148,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("ROBOT_FORWARD_INTERNAL_IPS", ROBOT_MISSING),
 ];
 
-const LOAD_BALANCERS_MISSING: &str = "hcloud-ccm does not manage load balancers yet (service-lb-controller)";
 const ROBOT_MISSING: &str = "hcloud-ccm does not support Robot (dedicated) servers yet";
 
 impl Config {
@@ -250,6 +248,7 @@ impl Config {
                     .to_owned(),
             );
         }
+        let (load_balancers_enabled, load_balancers, load_balancers_max_age) = lb_env::from_env(&var, &mut errors);
 
         for (k, missing) in NOT_ACTED_ON {
             if var(k).is_some() {
@@ -280,6 +279,9 @@ impl Config {
             cache_max_age,
             lifecycle_max_age: lifecycle_max_age.max(cache_max_age),
             metrics_address,
+            load_balancers_enabled,
+            load_balancers,
+            load_balancers_max_age,
             warnings,
         })
     }
@@ -310,6 +312,9 @@ mod tests {
         assert!(c.network.is_none() && c.endpoint.is_none());
         assert_eq!(c.metrics_address.as_deref(), Some(":8233"));
         assert!(c.warnings.is_empty());
+        assert!(c.load_balancers_enabled);
+        assert_eq!(c.load_balancers, LbDefaults::default());
+        assert_eq!(c.load_balancers_max_age, Duration::from_secs(300));
         let off = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_METRICS_ENABLED", "false")]))
             .expect("valid");
         assert_eq!(off.metrics_address, None);
@@ -369,16 +374,21 @@ mod tests {
         let c = Config::from_env(env(&[
             ("HCLOUD_TOKEN", &"x".repeat(64)),
             ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
-            ("HCLOUD_LOAD_BALANCERS_LOCATION", ""),
+            ("ROBOT_CACHE_TIMEOUT", ""),
+            ("HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK", "true"),
         ]))
         .expect("valid");
         assert_eq!(
             c.warnings,
             vec![
-                "HCLOUD_LOAD_BALANCERS_TYPE is set but has no effect: hcloud-ccm does not manage load balancers yet \
-                 (service-lb-controller)",
-            ]
+                "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK is set but has no effect: hcloud-ccm does not query the \
+                 metadata service for the attached-network check",
+            ],
+            "an empty variable counts as unset"
         );
+        assert_eq!(c.load_balancers.lb_type.as_deref(), Some("lb21"), "acted on now");
+        assert!(NOT_ACTED_ON.iter().all(|(k, _)| !k.starts_with("HCLOUD_LOAD_BALANCERS_")));
+        assert!(NOT_ACTED_ON.iter().all(|(k, _)| *k != "HCLOUD_NETWORK_ROUTES_ENABLED"), "acted on now");
     }
 
     #[test]

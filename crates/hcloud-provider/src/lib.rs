@@ -13,6 +13,10 @@
 //!  route controller ──► HcloudRoutes (Routes) ────────────┤ gateways → servers
 //!     GET /networks/{id}, add_route/delete_route          ▼
 //!     one change at a time, actions waited for       hcloud_api::Client
+//!
+//!  service controller ──► HcloudLoadBalancers (LoadBalancer) ──► load_balancers:
+//!     Service + Nodes → spec (annotations, HCLOUD_LOAD_BALANCERS_*) → plan (exact requests,
+//!     none when nothing changed) → one shared LB list, write-through; batched action waits
 //! ```
 //!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
@@ -21,6 +25,7 @@ pub mod cloud;
 pub mod config;
 pub mod instances;
 pub mod inventory;
+pub mod load_balancers;
 pub mod metrics;
 pub mod provider_id;
 pub mod routes;
@@ -29,6 +34,7 @@ pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
 pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
 pub use instances::HcloudInstances;
 pub use inventory::{Inventory, Lookup};
+pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
 pub use routes::{HcloudRoutes, RoutesConfig};

@@ -3,10 +3,12 @@
 //! ```text
 //!  kube-apiserver + etcd (test-harness, loopback) ◄── hcloud-ccm (child process, RBAC-limited)
 //!          ▲                                              │
-//!          │ kubelet-like Node registrations              ▼
-//!       sandbox ─────────── seeds ──────────────► Hetzner fake (in process, loopback)
+//!          │ kubelet-like Node registrations,             ▼
+//!          │ a LoadBalancer Service               Hetzner fake (in process, loopback):
+//!       sandbox ─────────── seeds ──────────────►   servers, network, Load Balancers
 //!          │
-//!          └─ prints the kubeconfig and kubectl usage, streams node changes and CCM logs
+//!          └─ prints the kubeconfig and kubectl usage, streams node and Service changes
+//!             (with the Load Balancer the fake holds for each Service) and CCM logs
 //! ```
 //!
 //! Run: `cargo run -p sandbox` (builds `hcloud-ccm` too if needed; the first run also builds
@@ -21,8 +23,8 @@ use clap::Parser;
 use futures::StreamExt;
 use hcloud_fake::control::{SeedNetwork, SeedServer};
 use hcloud_fake::{FakeConfig, FakeServer};
-use k8s_openapi::api::core::v1::Node;
-use kube::api::Api;
+use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
+use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder};
 
@@ -39,10 +41,17 @@ struct Args {
     /// The hcloud-ccm binary (default: next to this one, built with cargo if missing).
     #[arg(long)]
     hcloud_ccm: Option<PathBuf>,
-    /// Exit once every node is initialized (for smoke tests) instead of waiting for Ctrl-C.
+    /// Exit once every node is initialized and the demo Service has its Load Balancer (for
+    /// smoke tests) instead of waiting for Ctrl-C.
     #[arg(long)]
     exit_when_ready: bool,
+    /// Do not create the demo LoadBalancer Service `default/demo`.
+    #[arg(long)]
+    no_service: bool,
 }
+
+/// The demo Service's name (namespace `default`).
+const DEMO_SERVICE: &str = "demo";
 
 /// (server type, location) of the sandbox's servers, cycled.
 const SHAPES: [(&str, &str); 3] = [("cpx22", "fsn1"), ("cax11", "nbg1"), ("ccx13", "hel1")];
@@ -98,6 +107,59 @@ fn summary(node: &Node) -> String {
     )
 }
 
+fn all_initialized(names: &[String], last: &BTreeMap<String, String>) -> bool {
+    names.iter().all(|n| last.get(n).is_some_and(|l| l.starts_with("initialized")))
+}
+
+/// The demo Service: type LoadBalancer, port 80.
+fn demo_service() -> Service {
+    let mut svc = Service::default();
+    svc.metadata.name = Some(DEMO_SERVICE.to_owned());
+    svc.spec = Some(ServiceSpec {
+        type_: Some("LoadBalancer".to_owned()),
+        selector: Some(BTreeMap::from([("app".to_owned(), DEMO_SERVICE.to_owned())])),
+        ports: Some(vec![ServicePort { name: Some("http".to_owned()), port: 80, ..Default::default() }]),
+        ..Default::default()
+    });
+    svc
+}
+
+/// A one-line summary of a LoadBalancer Service and the Load Balancer the fake holds for it.
+fn service_summary(svc: &Service, fake: &hcloud_fake::FakeHandle) -> String {
+    let ingress: Vec<String> = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|i| i.ip.or(i.hostname))
+        .collect();
+    let uid = svc.metadata.uid.clone().unwrap_or_default();
+    let lb = fake
+        .snapshot()
+        .load_balancers
+        .into_iter()
+        .find(|l| l.labels.get("hcloud-ccm/service-uid") == Some(&uid))
+        .map(|l| {
+            let ports: Vec<String> =
+                l.services.iter().map(|s| format!("{}→{}", s.listen_port, s.destination_port)).collect();
+            format!(
+                "Load Balancer {} ({}) in the fake: ports [{}], {} targets",
+                l.name,
+                l.load_balancer_type.name,
+                ports.join(" "),
+                l.targets.len()
+            )
+        })
+        .unwrap_or_else(|| "no Load Balancer in the fake yet".to_owned());
+    if ingress.is_empty() {
+        format!("waiting for hcloud-ccm; {lb}")
+    } else {
+        format!("served at [{}]; {lb}", ingress.join(" "))
+    }
+}
+
 /// A free TCP port on loopback.
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -150,6 +212,8 @@ async fn main() -> anyhow::Result<()> {
             ("HCLOUD_ENDPOINT", &endpoint),
             ("HCLOUD_NETWORK", "k8s"),
             ("HCLOUD_METRICS_ADDRESS", &metrics_address),
+            ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1"),
+            ("HCLOUD_LOAD_BALANCERS_TYPE", "lb11"),
         ],
         "hcloud-ccm",
     )?;
@@ -172,7 +236,10 @@ async fn main() -> anyhow::Result<()> {
          \n  hcloud-ccm logs:     {}\
          \n  its metrics:         curl -s http://{metrics_address}/metrics\
          \n  its health:          curl -sk https://127.0.0.1:{secure_port}/healthz?verbose\n\
-         \nStreaming node changes and hcloud-ccm logs; Ctrl-C stops everything.\n",
+         \nA LoadBalancer Service of your own gets its Load Balancer in the fake:\
+         \n  {kubectl} create service loadbalancer web --tcp=80:8080\
+         \n  {kubectl} get service web -o wide -w\n\
+         \nStreaming node and Service changes and hcloud-ccm logs; Ctrl-C stops everything.\n",
         fake.control_url(),
         fake.control_url(),
         ccm.log_path().display()
@@ -181,11 +248,22 @@ async fn main() -> anyhow::Result<()> {
     for name in &names {
         NodeBuilder::new(name.as_str()).kubelet_hostname_address(true).register(&client).await?;
     }
+    if !args.no_service {
+        let services: Api<Service> = Api::namespaced(client.clone(), "default");
+        services.create(&PostParams::default(), &demo_service()).await.context("cannot create the demo Service")?;
+        println!("[sandbox] created LoadBalancer Service default/{DEMO_SERVICE} (port 80)");
+    }
+    let mut demo_served = args.no_service;
 
     // Stream node changes.
     let nodes: Api<Node> = Api::all(client.clone());
     let mut changes = watcher(nodes, watcher::Config::default()).default_backoff().applied_objects().boxed();
+    let all_services: Api<Service> = Api::all(client.clone());
+    let mut service_changes =
+        watcher(all_services, watcher::Config::default()).default_backoff().applied_objects().boxed();
     let mut last: BTreeMap<String, String> = BTreeMap::new();
+    let mut last_service: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen_services: BTreeMap<String, Service> = BTreeMap::new();
     let mut log_offset = 0usize;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
@@ -202,6 +280,21 @@ async fn main() -> anyhow::Result<()> {
                 if !ccm.is_running() {
                     bail!("hcloud-ccm exited; its log is above");
                 }
+                // Services and their Load Balancers (targets change without the Service changing).
+                for (key, svc) in &seen_services {
+                    let line = service_summary(svc, &h);
+                    if last_service.get(key) != Some(&line) {
+                        println!("[service {key}] {line}");
+                        last_service.insert(key.clone(), line.clone());
+                    }
+                    if *key == format!("default/{DEMO_SERVICE}") && line.starts_with("served") && line.contains(&format!("{} targets", names.len())) {
+                        demo_served = true;
+                    }
+                }
+                if args.exit_when_ready && demo_served && all_initialized(&names, &last) {
+                    println!("all {} nodes initialized", names.len());
+                    break;
+                }
             }
             change = changes.next() => match change {
                 Some(Ok(node)) => {
@@ -211,9 +304,23 @@ async fn main() -> anyhow::Result<()> {
                         println!("[node {name}] {line}");
                         last.insert(name, line);
                     }
-                    if args.exit_when_ready && names.iter().all(|n| last.get(n).is_some_and(|l| l.starts_with("initialized"))) {
+                    if args.exit_when_ready && demo_served && all_initialized(&names, &last) {
                         println!("all {} nodes initialized", names.len());
                         break;
+                    }
+                }
+                Some(Err(e)) => println!("[sandbox] watch error: {e}"),
+                None => break,
+            },
+            change = service_changes.next() => match change {
+                Some(Ok(svc)) => {
+                    if svc.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer") {
+                        let key = format!(
+                            "{}/{}",
+                            svc.metadata.namespace.clone().unwrap_or_default(),
+                            svc.metadata.name.clone().unwrap_or_default()
+                        );
+                        seen_services.insert(key, svc);
                     }
                 }
                 Some(Err(e)) => println!("[sandbox] watch error: {e}"),

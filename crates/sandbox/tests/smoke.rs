@@ -1,12 +1,12 @@
 //! The README's run command works: the sandbox starts everything, the CCM initializes every
-//! node, and it shuts down cleanly.
+//! node, gives the demo Service its Load Balancer, and it shuts down cleanly.
 
 use std::time::Duration;
 
 use test_harness::ChildProcess;
 
 #[tokio::test]
-async fn sandbox_initializes_its_nodes_and_stops_cleanly() {
+async fn sandbox_initializes_its_nodes_serves_the_demo_service_and_stops_cleanly() {
     let ccm = std::path::Path::new(env!("CARGO_BIN_EXE_sandbox")).with_file_name("hcloud-ccm");
     let ccm_arg = format!("--hcloud-ccm={}", ccm.display());
     let mut args = vec!["--servers=2", "--exit-when-ready"];
@@ -26,6 +26,10 @@ async fn sandbox_initializes_its_nodes_and_stops_cleanly() {
     assert!(out.contains("[node node-1] initialized; providerID=hcloud://"), "{out}");
     assert!(out.contains("type=cpx22 region=fsn1 zone=fsn1-dc14"), "{out}");
     assert!(out.contains("InternalIP=10.0.0."), "{out}");
+    assert!(out.contains("create service loadbalancer web"), "{out}");
+    let served =
+        out.lines().find(|l| l.starts_with("[service default/demo] served at [")).unwrap_or_else(|| panic!("{out}"));
+    assert!(served.contains("in the fake: ports [80→3") && served.contains("2 targets"), "{served}");
     // A newcomer's first screen shows no warnings from hcloud-ccm.
     let warnings: Vec<&str> = out.lines().filter(|l| l.starts_with("[hcloud-ccm]") && l.contains(" WARN ")).collect();
     assert!(warnings.is_empty(), "hcloud-ccm warned in the sandbox: {warnings:#?}");

@@ -2,4 +2,6 @@
 
 pub mod address;
 pub mod go_syntax;
+pub mod label_selector;
+pub mod service;
 pub mod taints;

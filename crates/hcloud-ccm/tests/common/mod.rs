@@ -7,6 +7,8 @@
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+pub mod lb;
+
 use std::time::Duration;
 
 use hcloud_fake::{FakeConfig, FakeServer};
@@ -73,6 +75,18 @@ impl Env {
     /// lease 4 s, renew deadline 3 s, retry period 1 s), using `token` for Hetzner and
     /// `kubeconfig` for the API server.
     pub fn spawn_replica(&self, name: &str, token: &str, kubeconfig: &std::path::Path, lease: &str) -> ChildProcess {
+        self.spawn_replica_with(name, token, kubeconfig, lease, &[])
+    }
+
+    /// [`Env::spawn_replica`] with extra environment.
+    pub fn spawn_replica_with(
+        &self,
+        name: &str,
+        token: &str,
+        kubeconfig: &std::path::Path,
+        lease: &str,
+        env: &[(&str, &str)],
+    ) -> ChildProcess {
         let lease = format!("--leader-elect-resource-name={lease}");
         let args = [
             "--leader-elect=true",
@@ -81,7 +95,7 @@ impl Env {
             "--leader-elect-retry-period=1s",
             lease.as_str(),
         ];
-        self.spawn_with(token, kubeconfig, &[], &args, name)
+        self.spawn_with(token, kubeconfig, env, &args, name)
     }
 
     /// Spawns `hcloud-ccm` with `token`, `kubeconfig`, extra `env` and `args` (after the

@@ -1,0 +1,200 @@
+//! The manager runs the service controller when the provider offers load balancers: flags
+//! from `ManagerArgs`, the registry's `service-lb-controller` arm, the Service informer (and
+//! its readiness check), against a real kube-apiserver as the CCM's RBAC-restricted user. The
+//! provider is a minimal in-memory double (load balancers only, no instances).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Parser;
+use cloud_controller_manager::{Identity, Manager, ManagerArgs};
+use cloud_provider::{
+    Cloud, CloudError, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus, Unsupported, default_load_balancer_name,
+};
+use controller_serving::{Outcome, Probe};
+use k8s_openapi::api::core::v1::{Namespace, Node, Service, ServicePort, ServiceSpec};
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use test_harness::{ControlPlane, NodeBuilder, unique_name, wait_for, wait_until};
+use tokio_util::sync::CancellationToken;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+const IP: &str = "192.0.2.50";
+
+/// Load balancers by name, with the hosts each got.
+#[derive(Default)]
+struct Balancers(Mutex<BTreeMap<String, Vec<String>>>);
+
+impl Balancers {
+    fn get(&self) -> BTreeMap<String, Vec<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl LoadBalancer for Balancers {
+    async fn get_load_balancer(&self, _: &str, svc: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        Ok(self.get().contains_key(&default_load_balancer_name(svc)).then(status))
+    }
+    fn get_load_balancer_name(&self, _: &str, svc: &Service) -> String {
+        default_load_balancer_name(svc)
+    }
+    async fn ensure_load_balancer(
+        &self,
+        _: &str,
+        svc: &Service,
+        nodes: &[Node],
+    ) -> Result<LoadBalancerStatus, CloudError> {
+        let hosts = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(default_load_balancer_name(svc), hosts);
+        Ok(status())
+    }
+    async fn update_load_balancer(&self, _: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
+        self.ensure_load_balancer("", svc, nodes).await.map(|_| ())
+    }
+    async fn ensure_load_balancer_deleted(&self, _: &str, svc: &Service) -> Result<(), CloudError> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&default_load_balancer_name(svc));
+        Ok(())
+    }
+}
+
+fn status() -> LoadBalancerStatus {
+    LoadBalancerStatus { ingress: vec![LoadBalancerIngress { ip: Some(IP.to_owned()), ..Default::default() }] }
+}
+
+/// A provider with load balancers only.
+struct LbOnly(Arc<Balancers>);
+
+impl Cloud for LbOnly {
+    type InstancesV2 = Unsupported;
+    type Instances = Unsupported;
+    type Zones = Unsupported;
+    type LoadBalancer = Balancers;
+    type Routes = Unsupported;
+    fn provider_name(&self) -> &str {
+        "test"
+    }
+    fn has_cluster_id(&self) -> bool {
+        false
+    }
+    fn instances_v2(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+    fn instances(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+    fn zones(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+    fn load_balancer(&self) -> Option<Arc<Balancers>> {
+        Some(self.0.clone())
+    }
+    fn routes(&self) -> Option<Arc<Unsupported>> {
+        None
+    }
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    manager: ManagerArgs,
+}
+
+const IDENTITY: Identity = Identity { program: "test-ccm", version: "0", field_manager: "test-ccm" };
+
+#[tokio::test]
+async fn the_manager_runs_the_service_controller() {
+    let cp = ControlPlane::shared().await.expect("control plane");
+    let admin = cp.admin_client().await.expect("admin");
+    let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
+    let args = Cli::try_parse_from([
+        "test-ccm",
+        "--cloud-provider=test",
+        "--allow-untagged-cloud",
+        "--leader-elect=false",
+        "--secure-port=0",
+        "--concurrent-service-syncs=2",
+        &kubeconfig,
+    ])
+    .expect("flags");
+    let options = args.manager.validate("test").expect("valid");
+    let manager = Manager::new(IDENTITY, options);
+    let health = manager.health();
+    let registry = manager.metrics();
+    let balancers = Arc::new(Balancers::default());
+    let shutdown = CancellationToken::new();
+    // Registered before the manager starts: its controllers start once the first list is in.
+    let node = unique_name("mgr-node");
+    NodeBuilder::new(&node).without_uninitialized_taint().register(&admin).await.expect("node");
+    let run = tokio::spawn(manager.run(Arc::new(LbOnly(balancers.clone())), shutdown.clone()));
+    let ns = unique_name("mgr");
+    let namespace =
+        Namespace { metadata: ObjectMeta { name: Some(ns.clone()), ..Default::default() }, ..Default::default() };
+    Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &namespace).await.expect("namespace");
+    let services: Api<Service> = Api::namespaced(admin.clone(), &ns);
+    let svc = Service {
+        metadata: ObjectMeta { name: Some("web".to_owned()), ..Default::default() },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".to_owned()),
+            ports: Some(vec![ServicePort { port: 80, ..Default::default() }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let created = services.create(&PostParams::default(), &svc).await.expect("service");
+
+    let ingress_ip = |s: Option<&Service>| {
+        s.and_then(|s| s.status.as_ref())
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref())
+            .and_then(|i| i.first())
+            .and_then(|i| i.ip.clone())
+    };
+    wait_for(&services, "web", PATIENCE, "the load balancer's IP in the status", |s| {
+        ingress_ip(s).as_deref() == Some(IP)
+    })
+    .await
+    .expect("status");
+    let name = default_load_balancer_name(&created);
+    assert!(balancers.get().get(&name).is_some_and(|hosts| hosts.contains(&node)), "{:?}", balancers.get());
+
+    // A new node reaches the load balancer through a node sync, counted in upstream's metrics.
+    let node2 = unique_name("mgr-node");
+    NodeBuilder::new(&node2).without_uninitialized_taint().register(&admin).await.expect("node 2");
+    wait_until(PATIENCE, "the new node to back the load balancer", async || {
+        balancers.get().get(&name).is_some_and(|hosts| hosts.contains(&node2))
+    })
+    .await
+    .expect("updated");
+    let text = registry.encode().expect("metrics");
+    for needle in [
+        "service_controller_loadbalancer_sync_total 1",
+        "service_controller_update_loadbalancer_host_latency_seconds_count 1",
+        "service_controller_nodesync_error_total 0",
+        "workqueue_adds_total{name=\"service\"}",
+        "controller_reconcile_total{controller=\"service-lb-controller\",result=\"success\"}",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+
+    // Readiness covers the Service informer too.
+    wait_until(PATIENCE, "informer-sync to pass", async || {
+        health.run_one(Probe::Readyz, "informer-sync") == Some(Outcome::Passed)
+    })
+    .await
+    .expect("ready");
+    assert!(
+        health.names(Probe::Healthz).contains(&"service-lb-controller".to_owned()),
+        "{:?}",
+        health.names(Probe::Healthz)
+    );
+
+    services.delete("web", &DeleteParams::default()).await.expect("delete");
+    wait_for(&services, "web", PATIENCE, "the Service to be gone", |s| s.is_none()).await.expect("gone");
+    assert!(!balancers.get().contains_key(&name), "the load balancer went before the Service");
+
+    shutdown.cancel();
+    tokio::time::timeout(PATIENCE, run).await.expect("stops in time").expect("joins").expect("clean stop");
+    for n in [&node, &node2] {
+        let _ = Api::<Node>::all(admin.clone()).delete(n, &DeleteParams::default()).await;
+    }
+}

@@ -1,0 +1,74 @@
+//! The controller's memory of the Services it synced (upstream `serviceCache`): the last state
+//! of each synced Service, so a Service that vanished without the cleanup finalizer still has
+//! its load balancer deleted, a Service re-created under the same name (new UID) first loses
+//! the old load balancer, and node changes reach every load balancer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::Service;
+
+/// One cached Service (upstream `cachedService`); `state` is `None` until it is set.
+#[derive(Debug, Clone, Default)]
+pub struct CachedService {
+    /// The Service as last synced.
+    pub state: Option<Arc<Service>>,
+}
+
+/// `namespace/name` → last synced state. Cheap to share behind an `Arc`; all methods lock.
+#[derive(Debug, Default)]
+pub struct ServiceCache {
+    map: Mutex<HashMap<String, CachedService>>,
+}
+
+impl ServiceCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedService>> {
+        // Whole-entry inserts and removes only; a poisoned map is still consistent.
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The keys (upstream `ListKeys`).
+    pub fn list_keys(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// The entry under `key`, if any (upstream `GetByKey`).
+    pub fn get_by_key(&self, key: &str) -> Option<CachedService> {
+        self.get(key)
+    }
+
+    /// Every entry's state, `None` for entries not set yet (upstream `allServices`).
+    pub fn all_services(&self) -> Vec<Option<Arc<Service>>> {
+        self.lock().values().map(|c| c.state.clone()).collect()
+    }
+
+    /// The entry under `key`, if any.
+    pub fn get(&self, key: &str) -> Option<CachedService> {
+        self.lock().get(key).cloned()
+    }
+
+    /// The entry under `key`, created empty if missing.
+    pub fn get_or_create(&self, key: &str) -> CachedService {
+        self.lock().entry(key.to_owned()).or_default().clone()
+    }
+
+    /// Stores `service` under `key`.
+    pub fn set(&self, key: &str, service: CachedService) {
+        self.lock().insert(key.to_owned(), service);
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,273 @@
+//! The service controller (upstream `controllers/service`): a load balancer for every
+//! `type: LoadBalancer` Service, kept in sync with the Service and the cluster's nodes, and
+//! deleted with it.
+//!
+//! ```text
+//!  Service informer ─ add: wants LB or needs cleanup ─┐
+//!                   ─ update: needs_update or cleanup ─┼─► WorkQueue "service" (5 s → 300 s per
+//!                   ─ delete: wanted a LB ─────────────┘    Service) ─► Workers (--concurrent-
+//!                                                            service-syncs) ─► sync_service
+//!     delete path (no longer wants a LB, or needs cleanup):    │
+//!       get ─► DeletingLoadBalancer ─► ensure_deleted ─► remove finalizer ─► DeletedLoadBalancer
+//!     ensure path:                                             │
+//!       EnsuringLoadBalancer ─► add finalizer ─► ensure(stable node set) ─► EnsuredLoadBalancer
+//!     then: status.loadBalancer patched only if it differs; errors: SyncLoadBalancerFailed,
+//!       backoff (a provider's `Retry` waits its delay)
+//!
+//!  Node informer ─ add / delete / (exclusion verdict or providerID changed) ─► WorkQueue "node"
+//!     ─► one worker: every cached load balancer whose set of (name, providerID) changed gets
+//!        update_load_balancer (UpdatedLoadBalancer / UpdateLoadBalancerFailed); failures are
+//!        retried by a full Service sync
+//! ```
+//!
+//! Which Services: upstream's (type LoadBalancer without `spec.loadBalancerClass`), or, with
+//! [`ServiceControllerConfig::load_balancer_class`], exactly those of that one class instead.
+//! The decisions are pure ([`filter`], [`nodes`], [`plan`]); [`sync`] sends what they planned.
+//!
+//! Deliberate differences from upstream: every write carries the Service's UID (and the
+//! finalizer write its `resourceVersion`, re-planned on conflict); a Service deleted while it
+//! had no cleanup finalizer still gets its load balancer deleted (upstream ignores Service
+//! deletions and relies on the finalizer); a node sync and a Service sync never call the
+//! provider for the same load balancer at once; a status the API server normalised (dropped
+//! or defaulted `ipMode`) is not re-sent on every sync.
+
+mod cache;
+#[cfg(test)]
+mod e2e_tests;
+pub mod filter;
+#[cfg(test)]
+mod fixtures;
+mod metrics;
+#[cfg(test)]
+mod node_sync_tests;
+pub mod nodes;
+pub mod plan;
+#[cfg(test)]
+mod plan_tests;
+pub mod sync;
+#[cfg(test)]
+mod sync_tests;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_provider::LoadBalancer;
+use controller_runtime::{
+    Change, ControllerIo, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced, WorkQueue,
+    WorkerConfig, Workers, object_ref,
+};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+pub use cache::{CachedService, ServiceCache};
+use filter::{needs_cleanup, needs_update, wants_load_balancer};
+pub use metrics::ServiceMetrics;
+use nodes::should_sync_updated_node;
+pub use sync::{ServiceSyncer, SyncError, SyncerParts, service_key};
+
+/// The controller's name in `--controllers`.
+pub const CONTROLLER_NAME: &str = "service-lb-controller";
+
+/// Upstream's event source and client name of the service controller.
+pub const EVENT_COMPONENT: &str = "service-controller";
+
+/// Upstream `minRetryDelay`/`maxRetryDelay`: a failing Service is retried after 5 s, doubling
+/// up to 300 s.
+pub const SERVICE_BACKOFF: ExponentialBackoff =
+    ExponentialBackoff { base: Duration::from_secs(5), max: Duration::from_secs(300) };
+
+/// The one key of the node queue: any node change triggers one pass over every load balancer.
+const NODE_SYNC_KEY: &str = "nodes";
+
+/// Settings of the service controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceControllerConfig {
+    /// `--concurrent-service-syncs`: Services synced at once (also the parallelism of a node
+    /// sync pass).
+    pub workers: usize,
+    /// `--cluster-name`, passed to the provider.
+    pub cluster_name: String,
+    /// Manage exactly the LoadBalancer Services of this `spec.loadBalancerClass` instead of
+    /// those without a class (`None`, upstream's behaviour).
+    pub load_balancer_class: Option<String>,
+}
+
+impl Default for ServiceControllerConfig {
+    fn default() -> Self {
+        ServiceControllerConfig { workers: 1, cluster_name: "kubernetes".to_owned(), load_balancer_class: None }
+    }
+}
+
+/// The service controller, wired to the shared informers; [`ServiceController::run`] starts it.
+pub struct ServiceController<L: LoadBalancer> {
+    syncer: Arc<ServiceSyncer<L>>,
+    service_queue: WorkQueue<String>,
+    node_queue: WorkQueue<&'static str>,
+    synced: [Synced; 2],
+    io: ControllerIo,
+    workers: usize,
+}
+
+impl<L: LoadBalancer> ServiceController<L> {
+    /// Registers the controller's handlers on the Service and Node informers.
+    pub fn new(
+        balancer: Arc<L>,
+        services: &mut Informer<Service>,
+        nodes: &mut Informer<Node>,
+        io: ControllerIo,
+        config: ServiceControllerConfig,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let service_queue = WorkQueue::new("service", SERVICE_BACKOFF, shutdown.clone()).with_metrics(&io.metrics);
+        let node_queue = WorkQueue::new("node", SERVICE_BACKOFF, shutdown).with_metrics(&io.metrics);
+
+        let (q, class) = (service_queue.clone(), config.load_balancer_class.clone());
+        services.on_change(move |change| {
+            let class = class.as_deref();
+            let enqueue = match change {
+                // Cleanup here also finishes what a previous run left undone.
+                Change::Applied { old: None, new } => wants_load_balancer(new, class) || needs_cleanup(new),
+                Change::Applied { old: Some(old), new } => needs_update(old, new, class) || needs_cleanup(new),
+                // Without our finalizer a Service can vanish at once; its load balancer goes too.
+                Change::Deleted(gone) => wants_load_balancer(gone, class),
+            };
+            if enqueue {
+                let svc = match change {
+                    Change::Applied { new, .. } => new,
+                    Change::Deleted(gone) => gone,
+                };
+                q.add(service_key(svc));
+            }
+        });
+        let nq = node_queue.clone();
+        nodes.on_change(move |change| {
+            let enqueue = match change {
+                Change::Applied { old: Some(old), new } => should_sync_updated_node(old, new),
+                Change::Applied { old: None, .. } | Change::Deleted(_) => true,
+            };
+            if enqueue {
+                nq.add(NODE_SYNC_KEY);
+            }
+        });
+
+        let syncer = Arc::new(ServiceSyncer::new(SyncerParts {
+            balancer,
+            cluster_name: config.cluster_name,
+            class: config.load_balancer_class,
+            services: services.store(),
+            nodes: Arc::new(nodes.store()),
+            client: io.client.clone(),
+            params: io.patch_params(),
+            events: io.events(EVENT_COMPONENT),
+            metrics: ServiceMetrics::default(),
+        }));
+        ServiceController {
+            syncer,
+            service_queue,
+            node_queue,
+            synced: [services.synced(), nodes.synced()],
+            io,
+            workers: config.workers.max(1),
+        }
+    }
+
+    /// A handle that reconciles the Service `namespace/name` again (through the queue, with
+    /// its usual deduplication), e.g. when the provider reports that a change it let finish in
+    /// the background failed.
+    pub fn resync_handle(&self) -> impl Fn(Option<&str>, &str) + Send + Sync + 'static {
+        let queue = self.service_queue.clone();
+        move |namespace, name| {
+            queue.add(match namespace.filter(|ns| !ns.is_empty()) {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.to_owned(),
+            })
+        }
+    }
+
+    /// Upstream's service controller metrics, to register with the manager's registry.
+    pub fn metrics(&self) -> ServiceMetrics {
+        self.syncer.metrics().clone()
+    }
+
+    /// Runs the Service workers and the node sync until the shutdown token fires, once both
+    /// informers have synced.
+    pub async fn run(self) {
+        let shutdown = self.service_queue.shutdown_token().clone();
+        for synced in &self.synced {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                ok = synced.wait() => if !ok { return },
+            }
+        }
+        info!(workers = self.workers, class = ?self.syncer.class, "service controller started");
+        let services = Workers::new(
+            self.syncer.clone(),
+            self.service_queue.clone(),
+            WorkerConfig::new(CONTROLLER_NAME, self.workers),
+        )
+        .metrics(self.io.metrics.clone());
+        let node_sync =
+            NodeSync { syncer: self.syncer.clone(), service_queue: self.service_queue, workers: self.workers };
+        let nodes = Workers::new(Arc::new(node_sync), self.node_queue, WorkerConfig::new("service-lb-node-sync", 1));
+        tokio::join!(services.run(), nodes.run());
+    }
+}
+
+impl<L: LoadBalancer> Reconciler for ServiceSyncer<L> {
+    type Key = String;
+    type Error = SyncError;
+
+    async fn reconcile(&self, key: &String) -> Result<Reconciled, SyncError> {
+        let answered = self.sync_service(key).await?;
+        Ok(if answered { Reconciled::ANSWERED } else { Reconciled::DONE })
+    }
+
+    fn regarding(&self, key: &String) -> Option<ObjectReference> {
+        self.cached_service(key).map(|s| object_ref(s.as_ref()))
+    }
+}
+
+/// The node queue's reconciler: one pass over every load balancer (upstream `syncNodes`);
+/// Services whose update failed get a full sync.
+struct NodeSync<L: LoadBalancer> {
+    syncer: Arc<ServiceSyncer<L>>,
+    service_queue: WorkQueue<String>,
+    workers: usize,
+}
+
+/// A node sync never fails: what failed is retried through the Service queue.
+#[derive(Debug)]
+enum NeverFails {}
+
+impl std::fmt::Display for NeverFails {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {}
+    }
+}
+
+impl std::error::Error for NeverFails {}
+
+impl ReconcileError for NeverFails {
+    fn event_reason(&self) -> Option<&str> {
+        match *self {}
+    }
+}
+
+impl<L: LoadBalancer> Reconciler for NodeSync<L> {
+    type Key = &'static str;
+    type Error = NeverFails;
+
+    async fn reconcile(&self, _: &&'static str) -> Result<Reconciled, NeverFails> {
+        for key in self.syncer.sync_nodes(self.workers).await {
+            self.service_queue.add(key);
+        }
+        Ok(Reconciled::DONE)
+    }
+
+    fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
+        None
+    }
+}

@@ -1,0 +1,596 @@
+//! End to end: Services of type LoadBalancer get Hetzner Load Balancers (real kube-apiserver +
+//! etcd, the Hetzner fake, the `hcloud-ccm` binary). The official CCM's e2e cases translated to
+//! the fake, plus the Service and Node lifecycle around them.
+//!
+//! Runs unchanged against any control plane in `KUBEBUILDER_ASSETS`; the checks that need
+//! `spec.loadBalancerClass` (1.24+) or `status.loadBalancer.ingress[].ipMode` (1.30+) run where
+//! the API server keeps those fields (the bundled 1.20 prunes them; the unit tests of the
+//! planners and of the service controller prove that behaviour there).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use common::lb::{
+    delete_node, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports, server_nodes,
+    target_servers, wait_lb,
+};
+use common::{Env, REACT};
+use hcloud_fake::FakeConfig;
+use hcloud_fake::control::{SeedCertificate, SeedLoadBalancer, SeedNetwork};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use test_harness::{wait_for, wait_for_event};
+
+const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
+
+async fn create(api: &Api<Service>, svc: &Service) -> Service {
+    api.create(&PostParams::default(), svc).await.expect("create service")
+}
+
+/// Waits until the Service has an ingress and returns it.
+async fn ensured(api: &Api<Service>, name: &str) -> Service {
+    wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| s.is_some_and(|s| !ingress(s).is_empty()))
+        .await
+        .expect("ingress")
+        .expect("service")
+}
+
+/// (major, minor) of the API server, from `major`/`minor` or else `gitVersion` (source builds
+/// like the bundled one report `v0.0.0`: (0, 0), older than every feature checked here).
+async fn server_version(env: &Env) -> (u32, u32) {
+    let v = env.client.apiserver_version().await.expect("version");
+    let num = |s: &str| s.trim_end_matches('+').parse::<u32>().ok();
+    if let (Some(major), Some(minor)) = (num(&v.major), num(&v.minor)) {
+        return (major, minor);
+    }
+    let mut parts = v.git_version.trim_start_matches('v').split('.').map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor),
+        _ => panic!("cannot tell the API server's version from {v:?}"),
+    }
+}
+
+async fn patch(api: &Api<Service>, name: &str, patch: serde_json::Value) -> Service {
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch service")
+}
+
+/// `TestServiceLoadBalancersMinimalSetup`: a location is enough; the Service gets the Load
+/// Balancer's IPv4 and IPv6, the finalizer and the upstream events.
+#[tokio::test]
+async fn service_load_balancers_minimal_setup() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let nodes = server_nodes(&env, &["lb-n1", "lb-n2"], None, &[]).await;
+    let _ccm = env.ccm(&[], &[]).await;
+    create(&api, &lb_service("web", &[("load-balancer.hetzner.cloud/location", "nbg1")], &[80])).await;
+
+    let svc = ensured(&api, "web").await;
+    let lb = wait_lb(&h, &svc, "LB with both targets", |l| l.targets.len() == 2).await;
+    assert_eq!(lb.location.name, "nbg1");
+    let default_name: String =
+        format!("a{}", svc.metadata.uid.clone().unwrap().replace('-', "")).chars().take(32).collect();
+    assert_eq!(lb.name, default_name, "upstream's default name");
+    assert_eq!(target_servers(&lb), {
+        let mut v: Vec<u64> = nodes.iter().map(|n| n.0).collect();
+        v.sort_unstable();
+        v
+    });
+    assert_eq!(lb_ports(&lb), node_ports(&svc));
+    let ips: Vec<String> = ingress(&svc).into_iter().map(|(ip, _)| ip).collect();
+    assert_eq!(ips, vec![lb.public_net.ipv4.ip.clone().unwrap(), lb.public_net.ipv6.ip.clone().unwrap()]);
+    assert!(has_finalizer(&svc));
+    for reason in ["EnsuringLoadBalancer", "EnsuredLoadBalancer"] {
+        let e = wait_for_event(&env.client, "Service", "web", reason, REACT).await.expect(reason);
+        assert_eq!(e.type_, "Normal");
+    }
+    // No type configured: the official CCM's warning.
+    let e = wait_for_event(&env.client, "Service", "web", "LoadBalancerTypeUnconfigured", REACT).await.expect("event");
+    assert_eq!(e.type_, "Warning");
+    // One create carried services and targets: no add_service / add_target requests.
+    assert_eq!(h.request_count("POST /v1/load_balancers"), 1);
+    assert_eq!(h.request_count("POST /v1/load_balancers/{id}/actions/add_target"), 0);
+    assert_eq!(h.request_count("POST /v1/load_balancers/{id}/actions/add_service"), 0);
+}
+
+/// `TestServiceLoadBalancersHTTPS`: an uploaded certificate by name on port 443.
+#[tokio::test]
+async fn service_load_balancers_https() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let cert = h.seed_certificate(&SeedCertificate::uploaded("shop-tls", &["shop.example.com"])).expect("cert");
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    let svc = lb_service(
+        "tls",
+        &[
+            ("load-balancer.hetzner.cloud/protocol", "https"),
+            ("load-balancer.hetzner.cloud/http-certificates", "shop-tls"),
+            ("load-balancer.hetzner.cloud/type", "lb11"),
+        ],
+        &[443],
+    );
+    create(&api, &svc).await;
+    let svc = ensured(&api, "tls").await;
+    let lb = wait_lb(&h, &svc, "LB", |_| true).await;
+    assert_eq!(lb.services.len(), 1);
+    assert_eq!(lb.services[0].protocol, "https");
+    assert_eq!(lb.services[0].listen_port, 443);
+    assert_eq!(lb.services[0].http.as_ref().map(|h| h.certificates.clone()), Some(vec![cert]));
+}
+
+/// `TestServiceLoadBalancersHTTPSWithManagedCertificate`: exactly one certificate carries the
+/// Service-UID label, with the ACME staging label.
+#[tokio::test]
+async fn service_load_balancers_https_with_managed_certificate() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    let svc = lb_service(
+        "managed",
+        &[
+            ("load-balancer.hetzner.cloud/protocol", "https"),
+            ("load-balancer.hetzner.cloud/certificate-type", "managed"),
+            ("load-balancer.hetzner.cloud/http-managed-certificate-domains", "shop.ccm-test.example.com"),
+            ("load-balancer.hetzner.cloud/http-managed-certificate-acme-staging", "true"),
+        ],
+        &[443],
+    );
+    create(&api, &svc).await;
+    let svc = ensured(&api, "managed").await;
+    let uid = svc.metadata.uid.clone().unwrap();
+    let certs: Vec<_> = h
+        .snapshot()
+        .certificates
+        .into_iter()
+        .filter(|c| c.labels.get("hcloud-ccm/service-uid") == Some(&uid))
+        .collect();
+    assert_eq!(certs.len(), 1, "exactly one certificate with the Service-UID label");
+    assert_eq!(certs[0].kind, "managed");
+    assert_eq!(certs[0].domain_names, vec!["shop.ccm-test.example.com"]);
+    assert_eq!(certs[0].labels.get("HC-Use-Staging-CA").map(String::as_str), Some("true"));
+    let lb = wait_lb(&h, &svc, "LB", |_| true).await;
+    assert_eq!(lb.services[0].http.as_ref().map(|h| h.certificates.clone()), Some(vec![certs[0].id]));
+}
+
+/// `TestServiceLoadBalancersWithPrivateNetwork`: `use-private-ip` with a subnet; one ingress IP
+/// lies in the subnet (private ingress).
+#[tokio::test]
+async fn service_load_balancers_with_private_network() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let net = h
+        .seed_network(
+            &SeedNetwork::new("k8s", "10.0.0.0/8")
+                .subnet("10.0.0.0/24", "eu-central")
+                .subnet("10.1.0.0/24", "eu-central"),
+        )
+        .expect("net");
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1", "lb-n2"], Some(net), &[]).await;
+    let _ccm = env.ccm(&[LOCATION, ("HCLOUD_NETWORK", "k8s")], &[]).await;
+    let svc = lb_service(
+        "private",
+        &[
+            ("load-balancer.hetzner.cloud/use-private-ip", "true"),
+            ("load-balancer.hetzner.cloud/private-subnet-ip-range", "10.0.0.0/24"),
+        ],
+        &[80],
+    );
+    create(&api, &svc).await;
+    let svc = ensured(&api, "private").await;
+    let lb = wait_lb(&h, &svc, "LB with private targets", |l| {
+        l.targets.len() == 2 && l.targets.iter().all(|t| t.use_private_ip == Some(true))
+    })
+    .await;
+    let private = lb.private_net.first().map(|n| n.ip.clone()).expect("attached");
+    assert!(private.starts_with("10.0.0."), "{private}");
+    let svc = wait_for(&api, "private", REACT, "private ingress", |s| {
+        s.is_some_and(|s| ingress(s).iter().any(|(ip, _)| ip.starts_with("10.0.0.")))
+    })
+    .await
+    .expect("private ingress")
+    .unwrap();
+    assert!(ingress(&svc).iter().any(|(ip, _)| *ip == private));
+}
+
+/// `node-selector`: only matching Nodes become targets; relabelling follows? (Upstream only
+/// re-syncs on exclusion or providerID changes, so the selector is applied at each sync.)
+#[tokio::test]
+async fn node_selector_picks_the_targets() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let workers = server_nodes(&env, &["lb-w1", "lb-w2"], None, &[("role", "worker")]).await;
+    server_nodes(&env, &["lb-edge"], None, &[("role", "edge")]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("sel", &[("load-balancer.hetzner.cloud/node-selector", "role=worker")], &[80])).await;
+    let svc = ensured(&api, "sel").await;
+    let lb = wait_lb(&h, &svc, "LB", |l| !l.targets.is_empty()).await;
+    let mut want: Vec<u64> = workers.iter().map(|w| w.0).collect();
+    want.sort_unstable();
+    assert_eq!(target_servers(&lb), want);
+}
+
+/// Ports added, removed and NodePorts changed: the LB services follow, one service per port.
+#[tokio::test]
+async fn ports_added_removed_and_node_port_changed() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("ports", &[], &[80, 443])).await;
+    let svc = ensured(&api, "ports").await;
+    wait_lb(&h, &svc, "two ports", |l| lb_ports(l) == node_ports(&svc)).await;
+
+    // 443 removed, 8080 added, 80 moved to another NodePort.
+    let mut spec = svc.spec.clone().unwrap();
+    let mut ports = spec.ports.take().unwrap();
+    ports.retain(|p| p.port == 80);
+    ports[0].node_port = Some(if ports[0].node_port == Some(31999) { 31998 } else { 31999 });
+    ports.push(k8s_openapi::api::core::v1::ServicePort {
+        name: Some("p8080".into()),
+        port: 8080,
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    });
+    spec.ports = Some(ports);
+    let mut updated = svc.clone();
+    updated.spec = Some(spec);
+    updated.status = None;
+    let svc = api.replace("ports", &PostParams::default(), &updated).await.expect("replace");
+    assert_eq!(node_ports(&svc).len(), 2);
+    let lb = wait_lb(&h, &svc, "ports follow", |l| lb_ports(l) == node_ports(&svc)).await;
+    assert!(lb.services.iter().all(|s| s.health_check.port == s.destination_port), "health checks on the NodePort");
+}
+
+/// Nodes added, deleted, or excluded by label: the targets follow.
+#[tokio::test]
+async fn targets_follow_nodes_added_deleted_and_excluded() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let first = server_nodes(&env, &["lb-n1", "lb-n2"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("nodes", &[], &[80])).await;
+    let svc = ensured(&api, "nodes").await;
+    wait_lb(&h, &svc, "two targets", |l| l.targets.len() == 2).await;
+
+    let added = server_nodes(&env, &["lb-n3"], None, &[]).await;
+    wait_lb(&h, &svc, "node added", |l| target_servers(l).contains(&added[0].0)).await;
+    wait_for_event(&env.client, "Service", "nodes", "UpdatedLoadBalancer", REACT).await.expect("updated event");
+
+    delete_node(&env, "lb-n1").await;
+    wait_lb(&h, &svc, "node deleted", |l| !target_servers(l).contains(&first[0].0) && l.targets.len() == 2).await;
+
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
+    let exclude = serde_json::json!({"metadata": {"labels": {"node.kubernetes.io/exclude-from-external-load-balancers": "true"}}});
+    nodes.patch("lb-n2", &PatchParams::default(), &Patch::Merge(&exclude)).await.expect("label");
+    let lb = wait_lb(&h, &svc, "node excluded", |l| !target_servers(l).contains(&first[1].0)).await;
+    assert_eq!(target_servers(&lb), vec![added[0].0]);
+}
+
+/// A change the provider let finish in the background fails (the fake fails the `add_target`
+/// action after accepting it): the provider warns and asks for the Service to be synced again,
+/// and the target arrives without any further change to the Service or the nodes.
+#[tokio::test]
+async fn a_failed_background_action_is_repaired_without_another_change() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-f1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("repair", &[], &[80])).await;
+    let svc = ensured(&api, "repair").await;
+    wait_lb(&h, &svc, "one target", |l| l.targets.len() == 1).await;
+
+    h.fail_next_actions(hcloud_fake::control::ActionFailure {
+        count: 1,
+        command: Some("add_target".into()),
+        code: "action_failed".into(),
+        message: "injected".into(),
+    });
+    let added = server_nodes(&env, &["lb-f2"], None, &[]).await;
+    let warning =
+        wait_for_event(&env.client, "Service", "repair", "LoadBalancerActionFailed", REACT).await.expect("warning");
+    assert_eq!(warning.type_, "Warning");
+    let lb = wait_lb(&h, &svc, "the failed target added again", |l| target_servers(l).contains(&added[0].0)).await;
+    assert_eq!(lb.targets.len(), 2);
+}
+
+/// Service deleted: the Load Balancer is deleted and the finalizer removed.
+#[tokio::test]
+async fn service_deleted_deletes_the_load_balancer() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("gone", &[], &[80])).await;
+    let svc = ensured(&api, "gone").await;
+    wait_lb(&h, &svc, "LB", |_| true).await;
+    api.delete("gone", &DeleteParams::default()).await.expect("delete");
+    wait_for(&api, "gone", REACT, "the Service is gone (finalizer removed)", |s| s.is_none()).await.expect("gone");
+    assert!(lb_of(&h, &svc).is_none(), "the Load Balancer is deleted");
+    assert!(h.snapshot().load_balancers.is_empty());
+}
+
+/// Type changed from LoadBalancer to ClusterIP: the Load Balancer is deleted and the finalizer
+/// removed; the Service stays.
+#[tokio::test]
+async fn type_changed_to_cluster_ip_deletes_the_load_balancer() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("retype", &[], &[80])).await;
+    let svc = ensured(&api, "retype").await;
+    wait_lb(&h, &svc, "LB", |_| true).await;
+    let mut spec = svc.spec.clone().unwrap();
+    spec.type_ = Some("ClusterIP".into());
+    for p in spec.ports.iter_mut().flatten() {
+        p.node_port = None;
+    }
+    let mut updated = svc.clone();
+    updated.spec = Some(spec);
+    updated.status = None;
+    api.replace("retype", &PostParams::default(), &updated).await.expect("replace");
+    wait_for(&api, "retype", REACT, "finalizer removed", |s| s.is_some_and(|s| !has_finalizer(s))).await.expect("fin");
+    assert!(h.snapshot().load_balancers.is_empty(), "the Load Balancer is deleted");
+    wait_for_event(&env.client, "Service", "retype", "DeletedLoadBalancer", REACT).await.expect("deleted event");
+}
+
+/// A delete-protected Load Balancer survives the deletion of its Service; the Service goes.
+#[tokio::test]
+async fn protected_load_balancer_survives_deletion_of_its_service() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("keep", &[], &[80])).await;
+    let svc = ensured(&api, "keep").await;
+    let lb = wait_lb(&h, &svc, "LB", |_| true).await;
+    // Protected outside the CCM, as users do in the console.
+    let client = hcloud_api::Client::builder(hcloud_api::SecretString::from(common::TOKEN.to_owned()))
+        .endpoint(env.fake.base_url())
+        .build()
+        .expect("client");
+    let id = hcloud_api::models::LoadBalancerId(lb.id as i64);
+    // The Load Balancer is locked while the CCM's create action runs.
+    let action = test_harness::wait_for_value(REACT, "change_protection accepted", async || {
+        client.load_balancers().change_protection(id, true).await.ok()
+    })
+    .await
+    .expect("protect");
+    client.wait_for_action(&action, REACT).await.expect("protected");
+    api.delete("keep", &DeleteParams::default()).await.expect("delete");
+    wait_for(&api, "keep", REACT, "the Service is gone", |s| s.is_none()).await.expect("gone");
+    let kept = h.load_balancer(lb.id).expect("the Load Balancer is still there");
+    assert!(kept.protection.delete);
+    let e =
+        wait_for_event(&env.client, "Service", "keep", "LoadBalancerDeletionProtected", REACT).await.expect("event");
+    assert_eq!(e.type_, "Warning");
+}
+
+/// The `name` annotation renames the Load Balancer.
+#[tokio::test]
+async fn load_balancer_renamed_through_the_name_annotation() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("rename", &[], &[80])).await;
+    let svc = ensured(&api, "rename").await;
+    let before = wait_lb(&h, &svc, "LB", |_| true).await;
+    patch(
+        &api,
+        "rename",
+        serde_json::json!({"metadata": {"annotations": {"load-balancer.hetzner.cloud/name": "shop-front"}}}),
+    )
+    .await;
+    let after = wait_lb(&h, &svc, "renamed", |l| l.name == "shop-front").await;
+    assert_eq!(after.id, before.id, "renamed, not replaced");
+    assert_eq!(h.snapshot().load_balancers.len(), 1);
+}
+
+/// An existing Load Balancer is adopted by name: labelled, configured, not duplicated.
+#[tokio::test]
+async fn existing_load_balancer_adopted_by_name() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let existing = h.seed_load_balancer(&SeedLoadBalancer::new("imported")).expect("lb");
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("adopt", &[("load-balancer.hetzner.cloud/name", "imported")], &[80])).await;
+    let svc = ensured(&api, "adopt").await;
+    let lb = wait_lb(&h, &svc, "adopted and configured", |l| l.targets.len() == 1 && !l.services.is_empty()).await;
+    assert_eq!(lb.id, existing);
+    assert_eq!(h.snapshot().load_balancers.len(), 1);
+    assert_eq!(h.request_count("POST /v1/load_balancers"), 0);
+}
+
+/// A bad annotation: a Warning event naming the annotation, the value and what is accepted;
+/// the Load Balancer stays as it was.
+#[tokio::test]
+async fn bad_annotation_gives_a_warning_and_leaves_the_load_balancer_alone() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("bad", &[], &[80])).await;
+    let svc = ensured(&api, "bad").await;
+    let before = wait_lb(&h, &svc, "LB with its target", |l| l.targets.len() == 1).await;
+    let mutations = |h: &hcloud_fake::FakeHandle| h.request_log().into_iter().filter(|r| r.method != "GET").count();
+    let sent_before = mutations(&h);
+    patch(
+        &api,
+        "bad",
+        serde_json::json!({"metadata": {"annotations": {"load-balancer.hetzner.cloud/algorithm-type": "fastest"}}}),
+    )
+    .await;
+    let e = wait_for_event(&env.client, "Service", "bad", "SyncLoadBalancerFailed", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert!(
+        e.message.contains("annotation load-balancer.hetzner.cloud/algorithm-type: \"fastest\" is invalid; accepted: round_robin, least_connections"),
+        "{}",
+        e.message
+    );
+    assert_eq!(mutations(&h), sent_before, "nothing was changed");
+    let after = lb_of(&h, &svc).expect("still there");
+    assert_eq!(
+        (after.algorithm.kind.as_str(), after.services.len(), after.targets.len()),
+        ("round_robin", before.services.len(), 1)
+    );
+}
+
+/// The fake's Load Balancer API fails while the Service is created, then the answer to the
+/// create is lost: the Service converges with exactly one Load Balancer.
+#[tokio::test]
+async fn outage_during_reconcile_converges_without_a_duplicate() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    h.inject_fault(hcloud_fake::FaultRule::error(None, "/v1/load_balancers/**", 500, "server_error").times(0));
+    create(&api, &lb_service("outage", &[], &[80])).await;
+    let e = wait_for_event(&env.client, "Service", "outage", "SyncLoadBalancerFailed", REACT).await.expect("failed");
+    assert_eq!(e.type_, "Warning");
+    assert!(h.snapshot().load_balancers.is_empty());
+    // Recovery, but the create's answer is lost on the way back (the create happened).
+    h.clear_faults();
+    h.inject_fault(hcloud_fake::FaultRule::html(Some("POST"), "/v1/load_balancers", 502).applied().times(1));
+    let svc = ensured(&api, "outage").await;
+    wait_lb(&h, &svc, "LB", |l| l.targets.len() == 1).await;
+    assert_eq!(h.snapshot().load_balancers.len(), 1, "no duplicate");
+    assert_eq!(h.request_count("POST /v1/load_balancers"), 1, "created once; found by its label after the lost answer");
+}
+
+/// UDP ports: a Warning, TCP ports still served.
+#[tokio::test]
+async fn udp_ports_are_reported_and_tcp_ports_served() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    let mut svc = lb_service("dns", &[], &[53]);
+    let mut ports = svc.spec.as_mut().unwrap().ports.take().unwrap();
+    let mut udp = ports[0].clone();
+    udp.name = Some("udp".into());
+    udp.protocol = Some("UDP".into());
+    ports.push(udp);
+    svc.spec.as_mut().unwrap().ports = Some(ports);
+    match api.create(&PostParams::default(), &svc).await {
+        Ok(_) => {}
+        // Mixed protocols on LoadBalancer Services need 1.20's MixedProtocolLBService gate
+        // (beta and on from 1.24): with it off, one port of each kind in two Services.
+        Err(_) => {
+            let mut tcp = lb_service("dns", &[], &[53]);
+            tcp.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].name = Some("tcp".into());
+            create(&api, &tcp).await;
+            let mut only_udp = lb_service("dns-udp", &[], &[53]);
+            only_udp.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].protocol = Some("UDP".into());
+            create(&api, &only_udp).await;
+            let e = wait_for_event(&env.client, "Service", "dns-udp", "UnsupportedProtocolConfigured", REACT)
+                .await
+                .expect("warning");
+            assert!(e.message.contains("53/UDP"), "{}", e.message);
+            let svc = ensured(&api, "dns").await;
+            let lb = wait_lb(&h, &svc, "LB", |_| true).await;
+            assert_eq!(lb_ports(&lb).len(), 1);
+            return;
+        }
+    }
+    let e =
+        wait_for_event(&env.client, "Service", "dns", "UnsupportedProtocolConfigured", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert!(e.message.contains("53/UDP"), "{}", e.message);
+    let svc = ensured(&api, "dns").await;
+    let lb = wait_lb(&h, &svc, "LB", |_| true).await;
+    assert_eq!(lb.services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![53]);
+}
+
+/// PROXY protocol: every LB service sends it, and where the API server keeps
+/// `ingress[].ipMode` (1.30+) the status says `Proxy`; older servers prune the field.
+#[tokio::test]
+async fn proxy_protocol_and_ip_mode() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    create(&api, &lb_service("proxy", &[("load-balancer.hetzner.cloud/uses-proxyprotocol", "true")], &[80])).await;
+    let svc = ensured(&api, "proxy").await;
+    let lb = wait_lb(&h, &svc, "LB", |_| true).await;
+    assert!(lb.services.iter().all(|s| s.proxyprotocol));
+    let (major, minor) = server_version(&env).await;
+    let modes: Vec<Option<String>> = ingress(&svc).into_iter().map(|(_, m)| m).collect();
+    assert_eq!(modes.len(), 2);
+    if (major, minor) < (1, 30) {
+        println!("kube-apiserver {major}.{minor} prunes ingress[].ipMode; Proxy is proven in the planner's unit tests");
+        assert!(modes.iter().all(Option::is_none), "{modes:?}");
+    } else {
+        assert!(modes.iter().all(|m| m.as_deref() == Some("Proxy")), "{modes:?}");
+    }
+}
+
+/// `--load-balancer-class`: only Services of that class are served. API servers before 1.21
+/// prune `spec.loadBalancerClass`; there the pruning is asserted and the filter itself is left
+/// to the service controller's unit tests.
+#[tokio::test]
+async fn load_balancer_class_selects_the_services() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let _ccm = env.ccm(&[LOCATION], &["--load-balancer-class=example.com/hcloud"]).await;
+    let classed = |name: &str| {
+        let mut svc = lb_service(name, &[], &[80]);
+        svc.spec.as_mut().unwrap().load_balancer_class = Some("example.com/hcloud".into());
+        svc
+    };
+    let first = create(&api, &classed("classed")).await;
+    create(&api, &lb_service("plain", &[], &[80])).await;
+    let (major, minor) = server_version(&env).await;
+    let kept = first.spec.as_ref().and_then(|s| s.load_balancer_class.clone()).is_some();
+    if (major, minor) < (1, 21) {
+        assert!(!kept, "kube-apiserver {major}.{minor} is expected to prune spec.loadBalancerClass");
+        println!(
+            "kube-apiserver {major}.{minor} prunes spec.loadBalancerClass; the class filter is proven in unit tests"
+        );
+        return;
+    }
+    assert!(kept);
+    // Created after "plain": once it is served, "plain" was looked at (one worker, FIFO).
+    create(&api, &classed("classed-2")).await;
+    ensured(&api, "classed").await;
+    ensured(&api, "classed-2").await;
+    let plain = api.get("plain").await.expect("plain");
+    assert!(ingress(&plain).is_empty() && !has_finalizer(&plain), "the class-less Service is left to others");
+    assert_eq!(h.snapshot().load_balancers.len(), 2);
+}
+
+/// `HCLOUD_LOAD_BALANCERS_ENABLED=false`: the service controller does not run; Services of type
+/// LoadBalancer are left alone (the official CCM's coarse switch for MetalLB and the like).
+#[tokio::test]
+async fn load_balancers_disabled_leaves_services_alone() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let ccm = env.ccm(&[LOCATION, ("HCLOUD_LOAD_BALANCERS_ENABLED", "false")], &[]).await;
+    assert!(
+        ccm.logs().contains("service-lb-controller not started: the cloud provider does not offer load balancers"),
+        "{}",
+        ccm.logs()
+    );
+    let svc = create(&api, &lb_service("off", &[], &[80])).await;
+    assert!(!has_finalizer(&svc));
+    assert!(!ccm.logs().contains("is set but has no effect"), "no variable is reported as ignored: {}", ccm.logs());
+    assert_eq!(h.request_count("GET /v1/load_balancers"), 0);
+}

@@ -1,0 +1,539 @@
+//! The `LoadBalancer` capability: the thin I/O around the pure planners.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cloud_provider::events::{EventObject, EventSink, LogEvents, ProviderEvent};
+use cloud_provider::{CloudError, LoadBalancer as LoadBalancerCapability, LoadBalancerStatus};
+use hcloud_api::models::{Action, LoadBalancer, LoadBalancerId, NetworkId};
+use hcloud_api::{Client, Error, ErrorCode};
+use k8s_openapi::api::core::v1::{Node, Service};
+use tracing::{debug, info, warn};
+
+use super::annotations::{self as a, Reader};
+use super::catalog::{Catalog, CatalogError};
+use super::defaults::LbDefaults;
+use super::lb_inventory::{Found, LbInventory, LookupError};
+use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
+use super::services::desired_services;
+use super::spec::{InvalidService, LbSpec, StatusSpec, service_key};
+use super::status::status;
+use super::targets::{ServerTarget, desired_targets};
+use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
+use crate::instances::api_error;
+use crate::metrics::HcloudMetrics;
+
+/// The reason of errors caused by the Service's own configuration.
+const INVALID: &str = "InvalidLoadBalancerConfiguration";
+
+/// The type a Load Balancer is created with when none is configured (official CCM).
+const DEFAULT_TYPE: &str = "lb11";
+
+/// How long a reconcile waits after the API answered `locked` (someone else's action).
+const LOCKED_RETRY: Duration = Duration::from_secs(2);
+
+/// Hetzner Cloud Load Balancers for Services.
+pub struct HcloudLoadBalancers {
+    client: Client,
+    defaults: LbDefaults,
+    network: Option<NetworkId>,
+    inventory: Arc<LbInventory>,
+    tracker: Arc<ActionTracker>,
+    catalog: Catalog,
+    events: Arc<Mutex<Arc<dyn EventSink>>>,
+    metrics: HcloudMetrics,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+enum Mode {
+    Ensure,
+    Update,
+}
+
+fn invalid(e: InvalidService) -> CloudError {
+    CloudError::failed(INVALID, e.to_string())
+}
+
+fn catalog_error(service: &str, e: CatalogError) -> CloudError {
+    match e {
+        CatalogError::Invalid(inv) => CloudError::failed(
+            INVALID,
+            format!(
+                "Service {service} has an invalid load balancer configuration, so its Load Balancer is left unchanged: {inv}"
+            ),
+        ),
+        CatalogError::Conflict(m) => {
+            CloudError::failed("ManagedCertificateConflict", format!("Service {service}: {m}"))
+        }
+        CatalogError::Api { what, source } => api_error(&format!("Service {service}: {what}"), source),
+    }
+}
+
+fn lookup_error(service: &str, e: LookupError) -> CloudError {
+    match e {
+        e @ LookupError::NotUnique { .. } => {
+            CloudError::failed("NonUniqueLoadBalancer", format!("Service {service}: {e}"))
+        }
+        LookupError::Api(e) => api_error(&format!("Service {service}: looking up its Load Balancer"), e),
+    }
+}
+
+impl HcloudLoadBalancers {
+    /// Load Balancers through `client`, with the cluster's `defaults` and `network`
+    /// (`HCLOUD_NETWORK`), the shared list re-read after `max_age`.
+    pub fn new(client: Client, defaults: LbDefaults, network: Option<NetworkId>, max_age: Duration) -> Self {
+        Self::with_policy(client, defaults, network, max_age, TrackerPolicy::default())
+    }
+
+    /// Like [`HcloudLoadBalancers::new`], with the action tracker's poll schedule.
+    pub fn with_policy(
+        client: Client,
+        defaults: LbDefaults,
+        network: Option<NetworkId>,
+        max_age: Duration,
+        policy: TrackerPolicy,
+    ) -> Self {
+        let events: Arc<Mutex<Arc<dyn EventSink>>> = Arc::new(Mutex::new(Arc::new(LogEvents)));
+        let inventory = Arc::new(LbInventory::new(client.clone(), max_age));
+        let tracker = ActionTracker::new(client.clone(), inventory.clone(), events.clone(), policy);
+        let catalog = Catalog::new(client.clone(), max_age, events.clone());
+        HcloudLoadBalancers {
+            client,
+            defaults,
+            network,
+            inventory,
+            tracker,
+            catalog,
+            events,
+            metrics: HcloudMetrics::default(),
+            locks: Mutex::default(),
+        }
+    }
+
+    /// Counts operations in `metrics`.
+    pub fn with_metrics(mut self, metrics: HcloudMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Where events go from now on.
+    pub fn set_events(&self, sink: Arc<dyn EventSink>) {
+        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+    }
+
+    /// The shared Load Balancer inventory.
+    pub fn inventory(&self) -> &Arc<LbInventory> {
+        &self.inventory
+    }
+
+    /// The action tracker.
+    pub fn tracker(&self) -> &Arc<ActionTracker> {
+        &self.tracker
+    }
+
+    fn publish(&self, e: ProviderEvent) {
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).clone().publish(e);
+    }
+
+    /// Serializes work on one Service's Load Balancer (the service controller's Service and
+    /// Node syncs may overlap).
+    fn lock_for(&self, uid: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks.lock().unwrap_or_else(|e| e.into_inner()).entry(uid.to_owned()).or_default().clone()
+    }
+
+    fn unlock(&self, uid: &str, lock: Arc<tokio::sync::Mutex<()>>) {
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        // Only the map and this caller hold it: nobody waits, so the entry can go.
+        if Arc::strong_count(&lock) == 2 {
+            locks.remove(uid);
+        }
+    }
+
+    async fn reconcile(
+        &self,
+        svc: &Service,
+        nodes: &[Node],
+        mode: Mode,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        let spec = LbSpec::from_service(svc, &self.defaults, self.network).map_err(invalid)?;
+        let lock = self.lock_for(&spec.uid);
+        let result = {
+            let _held = lock.lock().await;
+            self.reconcile_locked(svc, &spec, nodes, mode).await
+        };
+        self.unlock(&spec.uid, lock);
+        result
+    }
+
+    async fn reconcile_locked(
+        &self,
+        svc: &Service,
+        spec: &LbSpec,
+        nodes: &[Node],
+        mode: Mode,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        let owner = EventObject::service(svc);
+        let service = &spec.service;
+        for port in &spec.unsupported_ports {
+            self.publish(ProviderEvent::warning(
+                owner.clone(),
+                "UnsupportedProtocolConfigured",
+                format!(
+                    "configured unsupported Hetzner Cloud load balancer protocol for port {port} of service with name \
+                     {}; only TCP ports are served",
+                    svc.metadata.name.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+        let (targets, node_events) = desired_targets(nodes, &spec.node_selector, service);
+        for e in node_events {
+            self.publish(e);
+        }
+        let lb_type = match &spec.lb_type {
+            Some(name) => Some(self.catalog.lb_type(name, &owner).await.map_err(|e| catalog_error(service, e))?),
+            None => None,
+        };
+        let certificates = self.catalog.certificates_for(spec, &owner).await.map_err(|e| catalog_error(service, e))?;
+        let services = desired_services(spec, &certificates);
+        let want = Desired { spec, services: &services, targets: &targets, lb_type: lb_type.as_ref() };
+
+        // Failures of actions tracked before this lookup were handled already (event, fresh read).
+        let since = tokio::time::Instant::now();
+        let found = self.inventory.find(&spec.uid, Some(&spec.name)).await.map_err(|e| lookup_error(service, e))?;
+        let mut full: Vec<ServerTarget> = Vec::new();
+        let lb = match found {
+            Found::ByLabel(lb) => lb,
+            Found::ByName(lb) => {
+                info!(service = %service, load_balancer = %lb.id, name = %lb.name, "adopting the Load Balancer with this Service's name");
+                lb
+            }
+            Found::None => match mode {
+                Mode::Update => {
+                    debug!(service = %service, "no Load Balancer to update");
+                    return Ok(None);
+                }
+                Mode::Ensure => {
+                    let (lb, not_added) = self.create(&want, &owner).await?;
+                    full = not_added;
+                    lb
+                }
+            },
+        };
+        let plan = plan_update(&lb, &want);
+        let lb = self.execute(&lb, plan, &owner, &targets, &mut full, since).await?;
+        let mut reported = BTreeSet::new();
+        for t in full.into_iter().filter(|t| reported.insert(t.node.clone())) {
+            self.publish(ProviderEvent::warning(
+                t.object.clone(),
+                "MaxTargetsReached",
+                format!(
+                    "Node could not be added to Load Balancer for service {service} because the max number of targets \
+                     has been reached"
+                ),
+            ));
+        }
+        Ok(Some(status(&lb, &spec.status)))
+    }
+
+    /// Creates the Load Balancer in one request. Returns it and the Nodes left out for the
+    /// type's target limit.
+    async fn create(
+        &self,
+        want: &Desired<'_>,
+        owner: &EventObject,
+    ) -> Result<(Arc<LoadBalancer>, Vec<ServerTarget>), CloudError> {
+        let spec = want.spec;
+        let service = &spec.service;
+        let lb_type = match want.lb_type {
+            Some(t) => t.clone(),
+            None => {
+                self.publish(ProviderEvent::warning(
+                    owner.clone(),
+                    "LoadBalancerTypeUnconfigured",
+                    format!(
+                        "Load Balancer Type unconfigured: this will be required in the future, set it with the \
+                         annotation \"{}\" or cluster-wide with the environment variable \"HCLOUD_LOAD_BALANCERS_TYPE\"",
+                        a::TYPE
+                    ),
+                ));
+                self.catalog.lb_type(DEFAULT_TYPE, owner).await.map_err(|e| catalog_error(service, e))?
+            }
+        };
+        let (request, full) = plan_create(want, &lb_type).map_err(|inv| {
+            CloudError::failed(
+                INVALID,
+                format!("Service {service} cannot get a new Load Balancer, nothing was created: {inv}"),
+            )
+        })?;
+        match self.client.load_balancers().create(&request).await {
+            Ok(created) => {
+                let id = created.resource.id;
+                info!(service = %service, load_balancer = %id, name = %request.name, services = request.services.len(),
+                      targets = request.targets.len(), "created Load Balancer");
+                let lb = self.inventory.insert_created(&spec.uid, created.resource);
+                if let Some(action) = &created.action {
+                    self.tracker.track(id, action, "creating the Load Balancer".to_owned(), Some(owner.clone()));
+                }
+                Ok((lb, full))
+            }
+            Err(e) if e.is_outcome_unknown() => {
+                // The create may have happened: never create again before looking it up.
+                self.inventory.mark_uncertain(&spec.uid);
+                warn!(service = %service, error = %e, "the answer to creating the Load Balancer was lost; looking it up by label");
+                match self.inventory.find_by_label(&spec.uid).await {
+                    Ok(Some(lb)) => Ok((lb, full)),
+                    Ok(None) => Err(api_error(&format!("Service {service}: creating its Load Balancer"), e)),
+                    Err(l) => Err(lookup_error(service, l)),
+                }
+            }
+            Err(e) if e.code() == Some(&ErrorCode::UniquenessError) => {
+                // Most likely a Load Balancer with this name appeared since the list was read
+                // (to be adopted): read the list again and retry soon.
+                if let Err(l) = self.inventory.relist().await {
+                    warn!(error = %l, "reading the Load Balancer list again failed");
+                }
+                Err(CloudError::Retry {
+                    message: format!(
+                        "Service {service}: a Load Balancer named {} appeared meanwhile; adopting it on the next try ({e})",
+                        request.name
+                    ),
+                    retry_after: Duration::from_secs(1),
+                })
+            }
+            Err(e) => Err(api_error(&format!("Service {service}: creating its Load Balancer"), e)),
+        }
+    }
+
+    async fn send(&self, id: LoadBalancerId, op: &LbOp) -> Result<Option<Action>, Error> {
+        let lbs = self.client.load_balancers();
+        let action = match op {
+            LbOp::Update(req) => {
+                let updated = lbs.update(id, req).await?;
+                self.inventory.modify(id, |lb| {
+                    lb.name = updated.name;
+                    lb.labels = updated.labels;
+                });
+                return Ok(None);
+            }
+            LbOp::ChangeDnsPtr { ip, dns_ptr } => lbs.change_dns_ptr(id, *ip, Some(dns_ptr)).await?,
+            LbOp::ChangeAlgorithm(alg) => lbs.change_algorithm(id, alg.clone()).await?,
+            LbOp::ChangeType(t) => lbs.change_type(id, &t.name).await?,
+            LbOp::DetachFromNetwork(n) => lbs.detach_from_network(id, *n).await?,
+            LbOp::AttachToNetwork(req) => lbs.attach_to_network(id, req).await?,
+            LbOp::EnablePublicInterface => lbs.enable_public_interface(id).await?,
+            LbOp::DisablePublicInterface => lbs.disable_public_interface(id).await?,
+            LbOp::DeleteService(port) => lbs.delete_service(id, *port).await?,
+            LbOp::UpdateService(req) => lbs.update_service(id, req).await?,
+            LbOp::AddService(s) => lbs.add_service(id, s).await?,
+            LbOp::RemoveTarget(t) => lbs.remove_target(id, t).await?,
+            LbOp::AddTarget { target, .. } => lbs.add_target(id, target).await?,
+        };
+        self.inventory.modify(id, |lb| apply(lb, op));
+        Ok(Some(action))
+    }
+
+    /// Sends `plan`'s operations in order. Each waits for the Load Balancer's outstanding
+    /// actions first (the API locks it while one runs); the last ones are confirmed in the
+    /// background. Nodes refused for the target limit are added to `full`.
+    async fn execute(
+        &self,
+        lb: &LoadBalancer,
+        plan: Plan,
+        owner: &EventObject,
+        targets: &[ServerTarget],
+        full: &mut Vec<ServerTarget>,
+        since: tokio::time::Instant,
+    ) -> Result<Arc<LoadBalancer>, CloudError> {
+        let id = lb.id;
+        let what = |op: &LbOp| format!("Load Balancer {} ({id}): {}", lb.name, op.describe());
+        full.extend(plan.max_targets_reached);
+        let mut reload = false;
+        for op in &plan.ops {
+            self.tracker.wait_for(id, since).await.map_err(|e| match e {
+                WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
+                WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
+            })?;
+            info!(load_balancer = %id, "{}", op.describe());
+            match self.send(id, op).await {
+                Ok(Some(action)) => self.tracker.track(id, &action, op.describe(), Some(owner.clone())),
+                Ok(None) => {}
+                Err(e) => {
+                    let code = e.code().cloned();
+                    match (op, code) {
+                        (LbOp::AddTarget { node, .. }, Some(ErrorCode::ResourceLimitExceeded)) => {
+                            debug!(node = %node, "max targets reached");
+                            full.extend(targets.iter().filter(|t| t.node == *node).cloned());
+                            self.inventory.mark_stale(id);
+                            continue;
+                        }
+                        (LbOp::AddTarget { .. }, Some(ErrorCode::TargetAlreadyDefined))
+                        | (LbOp::RemoveTarget(_) | LbOp::DeleteService(_), Some(ErrorCode::NotFound)) => {
+                            // Already as wanted: our picture was behind.
+                            debug!(load_balancer = %id, "{}: already done ({e})", op.describe());
+                            self.inventory.modify(id, |m| apply(m, op));
+                            self.inventory.mark_stale(id);
+                            continue;
+                        }
+                        (_, code) => {
+                            self.inventory.mark_stale(id);
+                            self.catalog.forget_certificates().await;
+                            if code == Some(ErrorCode::Locked) {
+                                return Err(CloudError::Retry {
+                                    message: format!("{}: the Load Balancer is busy ({e}); trying again", what(op)),
+                                    retry_after: LOCKED_RETRY,
+                                });
+                            }
+                            return Err(api_error(&what(op), e));
+                        }
+                    }
+                }
+            }
+            if let LbOp::AttachToNetwork(req) = op
+                && req.ip.is_none()
+            {
+                reload = true;
+            }
+        }
+        if reload {
+            // The private IP the API picked is needed for the status.
+            self.tracker
+                .wait_for(id, since)
+                .await
+                .map_err(|e| CloudError::failed("LoadBalancerActionFailed", e.to_string()))?;
+            self.inventory.mark_stale(id);
+        }
+        let current = match self.inventory.get(id).await {
+            Ok(Some(lb)) => lb,
+            Ok(None) => {
+                return Err(CloudError::transient(
+                    "LoadBalancerNotFound",
+                    format!("Load Balancer {} ({id}) is gone", lb.name),
+                    None,
+                ));
+            }
+            Err(e) => return Err(api_error(&format!("Load Balancer {id}: reading it"), e)),
+        };
+        Ok(current)
+    }
+
+    /// The status spec even when some annotations are bad (status must not block deletion).
+    fn lenient_status(&self, svc: &Service) -> StatusSpec {
+        match LbSpec::from_service(svc, &self.defaults, self.network) {
+            Ok(spec) => spec.status,
+            Err(_) => {
+                let mut r = Reader::new(svc.metadata.annotations.as_ref());
+                let bool_or = |r: &mut Reader<'_>, name: &str, d: bool| r.bool(name).unwrap_or(d);
+                StatusSpec {
+                    hostname: r.string(a::HOSTNAME).filter(|h| !h.is_empty()),
+                    ipv6: !bool_or(&mut r, a::IPV6_DISABLED, self.defaults.disable_ipv6),
+                    private_ingress: !bool_or(
+                        &mut r,
+                        a::DISABLE_PRIVATE_INGRESS,
+                        self.defaults.disable_private_ingress,
+                    ),
+                    ip_mode: if r.bool(a::USES_PROXYPROTOCOL).or(self.defaults.uses_proxyprotocol) == Some(true) {
+                        cloud_provider::IpMode::Proxy
+                    } else {
+                        cloud_provider::IpMode::Vip
+                    },
+                }
+            }
+        }
+    }
+}
+
+impl LoadBalancerCapability for HcloudLoadBalancers {
+    async fn get_load_balancer(&self, _cluster: &str, svc: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.metrics.operation("hcloud/loadBalancers.GetLoadBalancer");
+        let uid = svc.metadata.uid.as_deref().unwrap_or_default();
+        let service = service_key(svc);
+        let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
+        Ok(lb.map(|lb| status(&lb, &self.lenient_status(svc))))
+    }
+
+    fn get_load_balancer_name(&self, _cluster: &str, svc: &Service) -> String {
+        match svc.metadata.annotations.as_ref().and_then(|m| m.get(a::NAME)) {
+            Some(n) if !n.is_empty() => n.clone(),
+            _ => cloud_provider::default_load_balancer_name(svc),
+        }
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        _cluster: &str,
+        svc: &Service,
+        nodes: &[Node],
+    ) -> Result<LoadBalancerStatus, CloudError> {
+        self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancer");
+        let status = self.reconcile(svc, nodes, Mode::Ensure).await?;
+        // Ensure always creates when nothing is found, so a status exists.
+        Ok(status.unwrap_or_default())
+    }
+
+    async fn update_load_balancer(&self, _cluster: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
+        self.metrics.operation("hcloud/loadBalancers.UpdateLoadBalancer");
+        self.reconcile(svc, nodes, Mode::Update).await.map(|_| ())
+    }
+
+    async fn ensure_load_balancer_deleted(&self, _cluster: &str, svc: &Service) -> Result<(), CloudError> {
+        self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancerDeleted");
+        let uid = svc.metadata.uid.clone().unwrap_or_default();
+        let service = service_key(svc);
+        let lock = self.lock_for(&uid);
+        let result = {
+            let _held = lock.lock().await;
+            self.delete(svc, &uid, &service).await
+        };
+        self.unlock(&uid, lock);
+        result
+    }
+}
+
+impl HcloudLoadBalancers {
+    async fn delete(&self, svc: &Service, uid: &str, service: &str) -> Result<(), CloudError> {
+        let Some(lb) = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(service, e))? else {
+            debug!(service, "no Load Balancer to delete");
+            return Ok(());
+        };
+        let protected = |lb: &LoadBalancer| {
+            self.publish(ProviderEvent::warning(
+                EventObject::service(svc),
+                "LoadBalancerDeletionProtected",
+                format!(
+                    "Load Balancer {} ({}) has delete protection and is kept; remove the protection and delete it \
+                     yourself if it is no longer needed",
+                    lb.name, lb.id
+                ),
+            ));
+        };
+        if lb.protection.delete {
+            info!(service, load_balancer = %lb.id, "ignored: load balancer deletion protected");
+            protected(&lb);
+            return Ok(());
+        }
+        if let Err(e) = self.tracker.wait_for(lb.id, tokio::time::Instant::now()).await {
+            debug!(load_balancer = %lb.id, error = %e, "an earlier action failed; deleting anyway");
+        }
+        info!(service, load_balancer = %lb.id, name = %lb.name, "deleting Load Balancer");
+        match self.client.load_balancers().delete(lb.id).await {
+            Ok(()) => {
+                self.inventory.remove(lb.id);
+                Ok(())
+            }
+            Err(e) if e.is_not_found() => {
+                self.inventory.remove(lb.id);
+                Ok(())
+            }
+            Err(e) if e.code() == Some(&ErrorCode::Protected) => {
+                self.inventory.mark_stale(lb.id);
+                protected(&lb);
+                Ok(())
+            }
+            Err(e) => {
+                self.inventory.mark_stale(lb.id);
+                Err(api_error(&format!("Service {service}: deleting Load Balancer {} ({})", lb.name, lb.id), e))
+            }
+        }
+    }
+}

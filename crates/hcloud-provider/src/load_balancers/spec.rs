@@ -1,0 +1,534 @@
+//! Service (annotations, ports) + cluster defaults → the desired Load Balancer, pure.
+//!
+//! Every annotation is parsed here, before any API call, and every problem is collected: a
+//! Service with a bad annotation gets one error naming each bad annotation, its value and what
+//! is accepted, and its Load Balancer is left as it is. Precedence is the official CCM's:
+//! annotation, then `HCLOUD_LOAD_BALANCERS_*`, then the default.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use cloud_provider::IpMode;
+use cloud_provider::helpers::label_selector::LabelSelector;
+use hcloud_api::models::{Algorithm, CertificateId, LbProtocol, NetworkId};
+use ipnet::IpNet;
+use k8s_openapi::api::core::v1::Service;
+
+use super::annotations::{self as a, Invalid, Reader};
+use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults};
+
+/// Where a new Load Balancer is created (create-only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// A location, e.g. `fsn1`.
+    Location(String),
+    /// A network zone, e.g. `eu-central`.
+    NetworkZone(String),
+    /// Neither is configured: creating fails (updating an existing one does not need it).
+    Unset,
+}
+
+/// How the Load Balancer joins `HCLOUD_NETWORK`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkSpec {
+    /// The network.
+    pub id: NetworkId,
+    /// A fixed IP (`private-ipv4`).
+    pub ip: Option<Ipv4Addr>,
+    /// The subnet to take the IP from (`private-subnet-ip-range`).
+    pub ip_range: Option<IpNet>,
+}
+
+/// An uploaded certificate as the annotation names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertRef {
+    /// By id.
+    Id(CertificateId),
+    /// By name.
+    Name(String),
+}
+
+/// Which certificates HTTPS ports use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertificateSpec {
+    /// None configured.
+    None,
+    /// Uploaded certificates by id or name.
+    Uploaded(Vec<CertRef>),
+    /// A managed certificate the provider creates (found again by the Service-UID label).
+    Managed {
+        /// Its name.
+        name: String,
+        /// Its domains.
+        domains: Vec<String>,
+        /// Issue it from the ACME staging CA.
+        staging: bool,
+    },
+}
+
+/// HTTP options of http/https ports; `None` leaves the API's value alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpSpec {
+    /// Sticky-session cookie name.
+    pub cookie_name: Option<String>,
+    /// Cookie lifetime, seconds.
+    pub cookie_lifetime: Option<u32>,
+    /// Redirect HTTP to HTTPS.
+    pub redirect_http: Option<bool>,
+    /// Sticky sessions.
+    pub sticky_sessions: Option<bool>,
+    /// Idle timeout, seconds.
+    pub timeout_idle: Option<u32>,
+}
+
+/// Health check protocol as configured (`https` is the API's `http` with TLS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthProtocol {
+    /// TCP connect.
+    Tcp,
+    /// HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+/// The health check. Without any health check annotation or variable it is a TCP check on the
+/// NodePort, as in the official CCM; `None` fields leave the API's value alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthSpec {
+    /// Protocol.
+    pub protocol: HealthProtocol,
+    /// Port (default: the NodePort of each port).
+    pub port: Option<u16>,
+    /// Interval, seconds.
+    pub interval: Option<u32>,
+    /// Timeout, seconds.
+    pub timeout: Option<u32>,
+    /// Retries.
+    pub retries: Option<u32>,
+    /// Host header (http/https only).
+    pub domain: Option<String>,
+    /// Path (http/https only).
+    pub path: Option<String>,
+    /// Expected status codes (http/https only).
+    pub status_codes: Option<Vec<String>>,
+    /// TLS (`https`, or `health-check-http-validate-certificate`).
+    pub tls: Option<bool>,
+}
+
+/// One Service port the Load Balancer serves: listen on `port`, forward to `node_port`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The Service port (the LB's listen port).
+    pub port: u16,
+    /// The NodePort (the LB's destination port).
+    pub node_port: u16,
+}
+
+/// What the Service status shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusSpec {
+    /// `hostname`: report only this.
+    pub hostname: Option<String>,
+    /// Report the IPv6 address.
+    pub ipv6: bool,
+    /// Report private-network IPs.
+    pub private_ingress: bool,
+    /// `VIP`, or `Proxy` with the PROXY protocol.
+    pub ip_mode: IpMode,
+}
+
+/// The desired Load Balancer of one Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LbSpec {
+    /// `namespace/name` of the Service (for messages).
+    pub service: String,
+    /// The Service UID (identity label value).
+    pub uid: String,
+    /// The Load Balancer name (`name` annotation or upstream's default name).
+    pub name: String,
+    /// Whether `name` came from the annotation (only then an existing LB is renamed).
+    pub name_annotated: bool,
+    /// Explicitly configured type (annotation or env); `None`: `lb11` at create, no changes.
+    pub lb_type: Option<String>,
+    /// Where to create it.
+    pub placement: Placement,
+    /// Algorithm, if configured.
+    pub algorithm: Option<Algorithm>,
+    /// Public interface enabled, if configured.
+    pub public_interface: Option<bool>,
+    /// `HCLOUD_NETWORK` attachment, if a network is configured.
+    pub network: Option<NetworkSpec>,
+    /// Targets use private IPs.
+    pub use_private_ip: bool,
+    /// Reverse DNS of the IPv4.
+    pub ipv4_rdns: Option<String>,
+    /// Reverse DNS of the IPv6.
+    pub ipv6_rdns: Option<String>,
+    /// Protocol of every port.
+    pub protocol: LbProtocol,
+    /// PROXY protocol of every port, if configured.
+    pub proxyprotocol: Option<bool>,
+    /// HTTP options.
+    pub http: HttpSpec,
+    /// Certificates.
+    pub certificates: CertificateSpec,
+    /// Health check.
+    pub health: HealthSpec,
+    /// TCP ports, in Service order.
+    pub ports: Vec<PortSpec>,
+    /// Ports with a protocol the Load Balancer cannot serve (`53/UDP`), skipped.
+    pub unsupported_ports: Vec<String>,
+    /// Which Nodes become targets.
+    pub node_selector: LabelSelector,
+    /// What the status shows.
+    pub status: StatusSpec,
+}
+
+/// A Service whose annotations cannot be used; nothing was changed because of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidService {
+    /// `namespace/name`.
+    pub service: String,
+    /// Every problem found.
+    pub problems: Vec<Invalid>,
+}
+
+impl fmt::Display for InvalidService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list: Vec<String> = self.problems.iter().map(ToString::to_string).collect();
+        write!(
+            f,
+            "Service {} has an invalid load balancer configuration, so its Load Balancer is left unchanged: {}",
+            self.service,
+            list.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for InvalidService {}
+
+/// `namespace/name` of a Service.
+pub fn service_key(svc: &Service) -> String {
+    format!(
+        "{}/{}",
+        svc.metadata.namespace.as_deref().unwrap_or("default"),
+        svc.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+const PROTOCOLS: &[&str] = &["tcp", "http", "https"];
+
+fn lb_protocol(p: &str) -> LbProtocol {
+    match p {
+        "http" => LbProtocol::Http,
+        "https" => LbProtocol::Https,
+        _ => LbProtocol::Tcp,
+    }
+}
+
+impl LbSpec {
+    /// The desired Load Balancer of `svc` with `defaults`, where `network` is the configured
+    /// `HCLOUD_NETWORK`.
+    pub fn from_service(
+        svc: &Service,
+        defaults: &LbDefaults,
+        network: Option<NetworkId>,
+    ) -> Result<LbSpec, InvalidService> {
+        let mut r = Reader::new(svc.metadata.annotations.as_ref());
+        let service = service_key(svc);
+        let uid = svc.metadata.uid.clone().unwrap_or_default();
+
+        let (name, name_annotated) = match r.string(a::NAME) {
+            Some(n) if n.trim().is_empty() || n.len() > 63 => {
+                r.invalid(a::NAME, &n, "accepted: a name of 1 to 63 characters");
+                (String::new(), true)
+            }
+            Some(n) => (n, true),
+            None => (cloud_provider::default_load_balancer_name(svc), false),
+        };
+
+        let lb_type = match r.string(a::TYPE) {
+            Some(t) if t.trim().is_empty() => {
+                r.invalid(a::TYPE, &t, "accepted: a Load Balancer type name like lb11, lb21, lb31");
+                None
+            }
+            Some(t) => Some(t),
+            None => defaults.lb_type.clone(),
+        };
+
+        let ann_location = r.string(a::LOCATION);
+        let ann_zone = r.string(a::NETWORK_ZONE);
+        if let (Some(l), Some(z)) = (&ann_location, &ann_zone)
+            && !l.is_empty()
+            && !z.is_empty()
+        {
+            r.problems.push(Invalid::new(
+                format!("annotations {} and {}", a::LOCATION, a::NETWORK_ZONE),
+                format!("{l}, {z}"),
+                "set only one of them: a Load Balancer is created either in a location or in a network zone",
+            ));
+        }
+        let location = match ann_location {
+            Some(l) if l.is_empty() => None,
+            Some(l) => Some(l),
+            None => defaults.location.clone(),
+        };
+        let zone = match ann_zone {
+            Some(z) if z.is_empty() => None,
+            Some(z) => Some(z),
+            None => defaults.network_zone.clone(),
+        };
+        let placement = match (location, zone) {
+            (Some(l), _) => Placement::Location(l),
+            (None, Some(z)) => Placement::NetworkZone(z),
+            (None, None) => Placement::Unset,
+        };
+
+        let algorithm = match r.choice(a::ALGORITHM_TYPE, &["round_robin", "least_connections"]) {
+            Some("least_connections") => Some(Algorithm::LeastConnections),
+            Some(_) => Some(Algorithm::RoundRobin),
+            None if r.raw(a::ALGORITHM_TYPE).is_some() => None,
+            None => defaults.algorithm.clone(),
+        };
+        let public_interface = bool_or(&mut r, a::DISABLE_PUBLIC_NETWORK, defaults.disable_public_network).map(|d| !d);
+
+        let private_ip = r.ipv4(a::PRIVATE_IPV4);
+        let ann_range = r.cidr(a::PRIVATE_SUBNET_IP_RANGE);
+        let network = match network {
+            Some(id) => {
+                Some(NetworkSpec { id, ip: private_ip, ip_range: ann_range.or(defaults.private_subnet_ip_range) })
+            }
+            None => {
+                for name in [a::PRIVATE_IPV4, a::PRIVATE_SUBNET_IP_RANGE] {
+                    if let Some(v) = r.raw(name) {
+                        r.invalid(name, v, "it needs a private network, and HCLOUD_NETWORK is not set");
+                    }
+                }
+                None
+            }
+        };
+        let use_private_ip = bool_or(&mut r, a::USE_PRIVATE_IP, Some(defaults.use_private_ip)).unwrap_or(false);
+        if use_private_ip && network.is_none() {
+            let (setting, value) = match r.raw(a::USE_PRIVATE_IP) {
+                Some(v) => (format!("annotation {}", a::USE_PRIVATE_IP), v.to_owned()),
+                None => ("HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP".to_owned(), "true".to_owned()),
+            };
+            r.problems.push(Invalid::new(
+                setting,
+                value,
+                "private IP targets need a private network: set HCLOUD_NETWORK or use-private-ip=false",
+            ));
+        }
+
+        let ipv4_rdns = r.string(a::IPV4_RDNS).filter(|s| !s.is_empty());
+        let ipv6_rdns = r.string(a::IPV6_RDNS).filter(|s| !s.is_empty());
+
+        let protocol = lb_protocol(r.choice(a::PROTOCOL, PROTOCOLS).unwrap_or("tcp"));
+        let proxyprotocol = bool_or(&mut r, a::USES_PROXYPROTOCOL, defaults.uses_proxyprotocol);
+
+        let http = HttpSpec {
+            cookie_name: r.string(a::HTTP_COOKIE_NAME),
+            cookie_lifetime: r.seconds(a::HTTP_COOKIE_LIFETIME, 1, u32::MAX),
+            redirect_http: r.bool(a::HTTP_REDIRECT_HTTP),
+            sticky_sessions: r.bool(a::HTTP_STICKY_SESSIONS),
+            timeout_idle: r.seconds(a::HTTP_TIMEOUT_IDLE, 1, u32::MAX),
+        };
+
+        let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https);
+        let health = health(&mut r, defaults, &protocol);
+
+        let mut ports = Vec::new();
+        let mut unsupported_ports = Vec::new();
+        for (i, p) in svc.spec.as_ref().and_then(|s| s.ports.as_ref()).into_iter().flatten().enumerate() {
+            let proto = p.protocol.as_deref().unwrap_or("TCP");
+            let port = u16::try_from(p.port).unwrap_or(0);
+            if !proto.eq_ignore_ascii_case("TCP") {
+                unsupported_ports.push(format!("{}/{proto}", p.port));
+                continue;
+            }
+            match p.node_port.and_then(|n| u16::try_from(n).ok()).filter(|n| *n > 0) {
+                Some(node_port) if port > 0 => ports.push(PortSpec { port, node_port }),
+                _ => r.problems.push(Invalid::new(
+                    format!("spec.ports[{i}].nodePort"),
+                    p.node_port.map(|n| n.to_string()).unwrap_or_default(),
+                    "Hetzner Load Balancers forward to NodePorts; allocate one (allocateLoadBalancerNodePorts: true)",
+                )),
+            }
+        }
+
+        let node_selector = match r.raw(a::NODE_SELECTOR) {
+            Some(v) => LabelSelector::parse(v).unwrap_or_else(|e| {
+                r.invalid(a::NODE_SELECTOR, v, format!("accepted: a Kubernetes label selector ({e})"));
+                LabelSelector::default()
+            }),
+            None => LabelSelector::default(),
+        };
+
+        let status = StatusSpec {
+            hostname: r.string(a::HOSTNAME).filter(|h| !h.is_empty()),
+            ipv6: !bool_or(&mut r, a::IPV6_DISABLED, Some(defaults.disable_ipv6)).unwrap_or(false),
+            private_ingress: !bool_or(&mut r, a::DISABLE_PRIVATE_INGRESS, Some(defaults.disable_private_ingress))
+                .unwrap_or(false),
+            ip_mode: if proxyprotocol == Some(true) { IpMode::Proxy } else { IpMode::Vip },
+        };
+
+        if !r.problems.is_empty() {
+            return Err(InvalidService { service, problems: r.problems });
+        }
+        Ok(LbSpec {
+            service,
+            uid,
+            name,
+            name_annotated,
+            lb_type,
+            placement,
+            algorithm,
+            public_interface,
+            network,
+            use_private_ip,
+            ipv4_rdns,
+            ipv6_rdns,
+            protocol,
+            proxyprotocol,
+            http,
+            certificates,
+            health,
+            ports,
+            unsupported_ports,
+            node_selector,
+            status,
+        })
+    }
+
+    /// The managed certificate's default name.
+    pub fn default_certificate_name(uid: &str) -> String {
+        format!("ccm-managed-certificate-{uid}")
+    }
+}
+
+/// The annotation if present (problems recorded), else the default.
+fn bool_or(r: &mut Reader<'_>, name: &str, default: Option<bool>) -> Option<bool> {
+    match r.raw(name) {
+        Some(_) => r.bool(name),
+        None => default,
+    }
+}
+
+fn certificates(r: &mut Reader<'_>, uid: &str, https: bool) -> CertificateSpec {
+    let managed = match r.choice(a::CERTIFICATE_TYPE, &["uploaded", "managed"]) {
+        Some("managed") => true,
+        Some(_) => false,
+        None if r.raw(a::CERTIFICATE_TYPE).is_some() => return CertificateSpec::None,
+        None => false,
+    };
+    if managed {
+        let domains = r.list(a::HTTP_MANAGED_CERTIFICATE_DOMAINS).unwrap_or_default();
+        if domains.is_empty() {
+            let value = r.raw(a::HTTP_MANAGED_CERTIFICATE_DOMAINS).unwrap_or_default().to_owned();
+            r.invalid(
+                a::HTTP_MANAGED_CERTIFICATE_DOMAINS,
+                &value,
+                format!("required with {}=managed: a comma-separated list of domains", a::CERTIFICATE_TYPE),
+            );
+        }
+        let name = r
+            .string(a::HTTP_MANAGED_CERTIFICATE_NAME)
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| LbSpec::default_certificate_name(uid));
+        let staging = match r.raw(a::HTTP_MANAGED_CERTIFICATE_ACME_STAGING) {
+            Some(_) => r.bool(a::HTTP_MANAGED_CERTIFICATE_ACME_STAGING).unwrap_or(false),
+            None => false,
+        };
+        return CertificateSpec::Managed { name, domains, staging };
+    }
+    match r.list(a::HTTP_CERTIFICATES) {
+        Some(list) if !list.is_empty() => CertificateSpec::Uploaded(
+            list.into_iter()
+                .map(|c| match c.parse::<i64>() {
+                    Ok(id) => CertRef::Id(CertificateId(id)),
+                    Err(_) => CertRef::Name(c),
+                })
+                .collect(),
+        ),
+        other => {
+            if https {
+                let value =
+                    other.map(|_| r.raw(a::HTTP_CERTIFICATES).unwrap_or_default().to_owned()).unwrap_or_default();
+                r.invalid(
+                    a::HTTP_CERTIFICATES,
+                    &value,
+                    format!(
+                        "protocol https needs a certificate: set {} to certificate ids or names, or {}=managed",
+                        a::HTTP_CERTIFICATES,
+                        a::CERTIFICATE_TYPE
+                    ),
+                );
+            }
+            CertificateSpec::None
+        }
+    }
+}
+
+fn health(r: &mut Reader<'_>, defaults: &LbDefaults, service_protocol: &LbProtocol) -> HealthSpec {
+    let (min, max) = HEALTH_CHECK_SECONDS;
+    let ann_protocol = r.choice(a::HEALTH_CHECK_PROTOCOL, PROTOCOLS);
+    let port = r.int(a::HEALTH_CHECK_PORT, 1, 65535).and_then(|p| u16::try_from(p).ok());
+    let interval = match r.raw(a::HEALTH_CHECK_INTERVAL) {
+        Some(_) => r.seconds(a::HEALTH_CHECK_INTERVAL, min, max),
+        None => defaults.health_check_interval,
+    };
+    let timeout = match r.raw(a::HEALTH_CHECK_TIMEOUT) {
+        Some(_) => r.seconds(a::HEALTH_CHECK_TIMEOUT, min, max),
+        None => defaults.health_check_timeout,
+    };
+    let retries = match r.raw(a::HEALTH_CHECK_RETRIES) {
+        Some(_) => r.int(a::HEALTH_CHECK_RETRIES, 0, 100).and_then(|n| u32::try_from(n).ok()),
+        None => defaults.health_check_retries,
+    };
+    // As in the official CCM: the health check follows the service protocol only if some
+    // health check setting is present; otherwise it is a plain TCP check on the NodePort.
+    let configured = ann_protocol.is_some()
+        || r.raw(a::HEALTH_CHECK_PROTOCOL).is_some()
+        || port.is_some()
+        || interval.is_some()
+        || timeout.is_some()
+        || retries.is_some();
+    let protocol = match ann_protocol {
+        Some("http") => HealthProtocol::Http,
+        Some("https") => HealthProtocol::Https,
+        Some(_) => HealthProtocol::Tcp,
+        None if !configured => HealthProtocol::Tcp,
+        None => match service_protocol {
+            LbProtocol::Http => HealthProtocol::Http,
+            LbProtocol::Https => HealthProtocol::Https,
+            _ => HealthProtocol::Tcp,
+        },
+    };
+    let mut spec = HealthSpec {
+        protocol,
+        port,
+        interval,
+        timeout,
+        retries,
+        domain: None,
+        path: None,
+        status_codes: None,
+        tls: None,
+    };
+    if protocol != HealthProtocol::Tcp {
+        spec.domain = r.string(a::HEALTH_CHECK_HTTP_DOMAIN);
+        spec.path = r.string(a::HEALTH_CHECK_HTTP_PATH);
+        spec.status_codes = r.list(a::HTTP_STATUS_CODES).filter(|l| !l.is_empty());
+        let validate = match r.raw(a::HEALTH_CHECK_HTTP_VALIDATE_CERTIFICATE) {
+            Some(_) => r.bool(a::HEALTH_CHECK_HTTP_VALIDATE_CERTIFICATE),
+            None => None,
+        };
+        spec.tls = Some(protocol == HealthProtocol::Https || validate == Some(true));
+    }
+    spec
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+pub(crate) mod tests;

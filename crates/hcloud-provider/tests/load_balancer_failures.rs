@@ -1,0 +1,211 @@
+//! HcloudLoadBalancers against the Hetzner fake when things go wrong: lost answers, foreign
+//! Load Balancers, ambiguity, bad annotations, failed actions, locks, delete protection.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod lb_support;
+
+use cloud_provider::CloudError;
+use cloud_provider::LoadBalancer as _;
+use hcloud_fake::control::{ActionFailure, ResourceRef, SeedLoadBalancer, SeedServer};
+use hcloud_fake::faults::FaultRule;
+use hcloud_provider::load_balancers::annotations as a;
+use lb_support::*;
+
+#[tokio::test]
+async fn a_lost_create_answer_never_duplicates_the_load_balancer() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    s.h.inject_fault(FaultRule::html(Some("POST"), "/v1/load_balancers", 502).applied().times(1));
+
+    match s.lbs.ensure_load_balancer("k", &svc, &nodes).await {
+        // Found by its label right away: no error at all.
+        Ok(status) => assert_eq!(status.ingress.len(), 2),
+        Err(e) => panic!("the created Load Balancer should have been found by label: {e}"),
+    }
+    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1);
+    assert!(s.h.request_log().iter().any(|r| r.query.as_deref().is_some_and(|q| q.contains("label_selector"))));
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure again");
+    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1, "never created twice");
+    only_lb(&s.h);
+}
+
+#[tokio::test]
+async fn a_lost_create_that_did_not_happen_is_looked_up_before_the_next_create() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    s.h.inject_fault(FaultRule::reset(Some("POST"), "/v1/load_balancers").times(1));
+    let err = s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("lost");
+    assert!(matches!(err, CloudError::Failed { transient: true, .. }), "{err:?}");
+    assert!(s.h.snapshot().load_balancers.is_empty());
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    let log = s.h.request_log();
+    let lookup = log.iter().position(|r| r.query.as_deref().is_some_and(|q| q.contains("label_selector")));
+    let create = log.iter().position(|r| r.endpoint == "POST /v1/load_balancers");
+    assert!(lookup.is_some() && lookup < create, "looked up by label first: {:?}", sent(&s.h));
+    only_lb(&s.h);
+}
+
+#[tokio::test]
+async fn a_load_balancer_created_meanwhile_is_adopted_on_the_next_try() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    // The inventory lists first (empty)...
+    let other = service(&[], &[(80, "TCP", 30080)]);
+    let mut other = other.clone();
+    other.metadata.uid = Some("11111111-2222-3333-4444-555555555555".into());
+    s.lbs.ensure_load_balancer("k", &other, &nodes).await.expect("first service");
+    // ...then someone creates the one to adopt.
+    s.h.seed_load_balancer(&SeedLoadBalancer::new("shop-web")).expect("lb");
+    let svc = service(&[(a::NAME, "shop-web")], &[(80, "TCP", 30080)]);
+    let err = s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("name taken");
+    assert!(matches!(err, CloudError::Retry { .. }), "{err:?}");
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("adopted on the next try");
+    assert_eq!(s.h.snapshot().load_balancers.len(), 2);
+}
+
+#[tokio::test]
+async fn two_load_balancers_with_the_label_are_an_error_not_a_guess() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    for name in ["one", "two"] {
+        let mut lb = SeedLoadBalancer::new(name);
+        lb.labels.insert("hcloud-ccm/service-uid".into(), UID.into());
+        s.h.seed_load_balancer(&lb).expect("lb");
+    }
+    s.h.reset_requests();
+    let err =
+        s.lbs.ensure_load_balancer("k", &service(&[], &[(80, "TCP", 30080)]), &nodes).await.expect_err("ambiguous");
+    assert_eq!(err.reason(), "NonUniqueLoadBalancer");
+    assert!(err.to_string().contains("2 Load Balancers carry the label hcloud-ccm/service-uid="), "{err}");
+    assert!(mutating(&s.h).is_empty());
+    let del = s.lbs.ensure_load_balancer_deleted("k", &service(&[], &[])).await.expect_err("ambiguous");
+    assert_eq!(del.reason(), "NonUniqueLoadBalancer");
+    assert_eq!(s.h.snapshot().load_balancers.len(), 2, "nothing deleted");
+}
+
+#[tokio::test]
+async fn bad_annotations_leave_the_load_balancer_untouched() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    settle(&s).await;
+    let before = only_lb(&s.h);
+    s.h.reset_requests();
+    let bad = service(
+        &[(a::ALGORITHM_TYPE, "fastest"), (a::HEALTH_CHECK_INTERVAL, "10"), (a::PROTOCOL, "http")],
+        &[(80, "TCP", 30080)],
+    );
+    for call in 0..2 {
+        let err = if call == 0 {
+            s.lbs.ensure_load_balancer("k", &bad, &nodes).await.map(|_| ()).expect_err("invalid")
+        } else {
+            s.lbs.update_load_balancer("k", &bad, &nodes).await.expect_err("invalid")
+        };
+        assert_eq!(err.reason(), "InvalidLoadBalancerConfiguration");
+        let text = err.to_string();
+        assert!(text.contains("annotation load-balancer.hetzner.cloud/algorithm-type: \"fastest\" is invalid; accepted: round_robin, least_connections"), "{text}");
+        assert!(text.contains("health-check-interval: \"10\""), "{text}");
+    }
+    assert_eq!(s.h.request_counts().total, 0, "nothing sent");
+    assert_eq!(only_lb(&s.h), before);
+    // Deletion still works with bad annotations.
+    s.lbs.ensure_load_balancer_deleted("k", &bad).await.expect("deleted");
+    assert!(s.h.snapshot().load_balancers.is_empty());
+}
+
+#[tokio::test]
+async fn an_unknown_type_names_the_types_that_exist() {
+    let s = setup().await;
+    let err = s
+        .lbs
+        .ensure_load_balancer("k", &service(&[(a::TYPE, "lb99")], &[(80, "TCP", 30080)]), &[])
+        .await
+        .expect_err("unknown type");
+    let text = err.to_string();
+    assert!(text.contains("\"lb99\" is invalid; accepted: lb11, lb21, lb31"), "{text}");
+    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 0);
+}
+
+#[tokio::test]
+async fn delete_protection_keeps_the_load_balancer_and_not_found_is_success() {
+    let s = setup().await;
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("ensure");
+    settle(&s).await;
+    // Protected behind the inventory's back: the API's `protected` answer is enough.
+    let id = only_lb(&s.h).id;
+    hcloud_api::Client::load_balancers(&client(&s.fake))
+        .change_protection(hcloud_api::models::LoadBalancerId(id as i64), true)
+        .await
+        .expect("protect");
+    s.h.finish_all_actions();
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("skipped, not failed");
+    assert_eq!(only_lb(&s.h).id, id);
+    let ev = s.events.with_reason("LoadBalancerDeletionProtected");
+    assert_eq!(ev.len(), 1);
+    assert!(ev[0].message.contains("delete protection"), "{}", ev[0].message);
+    // Known protected now: skipped without a request.
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("skipped");
+    assert_eq!(s.h.request_count("DELETE /v1/load_balancers/{id}"), 0);
+
+    let s = setup().await;
+    s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("ensure");
+    settle(&s).await;
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("deleted");
+    assert!(s.h.snapshot().load_balancers.is_empty());
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("already gone is fine");
+    assert_eq!(s.lbs.get_load_balancer("k", &svc).await.expect("get"), None);
+}
+
+#[tokio::test]
+async fn a_failed_action_marks_the_load_balancer_for_a_fresh_read_and_raises_an_event() {
+    let s = setup().await;
+    let mut nodes = seed_nodes(&s.h, 1, None);
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    settle(&s).await;
+    nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
+    s.h.fail_next_actions(ActionFailure {
+        count: 1,
+        command: Some("add_target".into()),
+        code: "action_failed".into(),
+        message: "boom".into(),
+    });
+    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
+    settle(&s).await;
+    let ev = s.events.with_reason("LoadBalancerActionFailed");
+    assert_eq!(ev.len(), 1, "{:?}", s.events.reasons());
+    assert!(ev[0].message.contains("adding node node-x as a target failed"), "{}", ev[0].message);
+    assert_eq!(only_lb(&s.h).targets.len(), 1, "the target did not arrive");
+    // The provider asks for that next sync itself: nothing else would trigger it.
+    assert_eq!(s.events.resyncs(), vec![format!("Service/{}", svc.metadata.name.clone().unwrap_or_default())]);
+    // The next sync reads the Load Balancer again and repairs it.
+    s.h.reset_requests();
+    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("repair");
+    assert_eq!(sent(&s.h), vec!["GET /v1/load_balancers/{id}", "POST /v1/load_balancers/{id}/actions/add_target"]);
+    settle(&s).await;
+    assert_eq!(only_lb(&s.h).targets.len(), 2);
+}
+
+#[tokio::test]
+async fn a_locked_load_balancer_is_retried_after_a_delay() {
+    let s = setup().await;
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("ensure");
+    settle(&s).await;
+    let id = only_lb(&s.h).id;
+    s.h.lock_resource(ResourceRef::load_balancer(id));
+    let err = s.lbs.ensure_load_balancer("k", &service(&[], &[(81, "TCP", 30081)]), &[]).await.expect_err("locked");
+    assert!(matches!(err, CloudError::Retry { .. }), "{err:?}");
+    s.h.unlock_resource(ResourceRef::load_balancer(id));
+    s.lbs.ensure_load_balancer("k", &service(&[], &[(81, "TCP", 30081)]), &[]).await.expect("after the lock");
+    settle(&s).await;
+    assert_eq!(only_lb(&s.h).services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![81]);
+    assert_eq!(target_ids(&only_lb(&s.h)), Vec::<u64>::new());
+}
