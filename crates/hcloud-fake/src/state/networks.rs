@@ -36,10 +36,6 @@ use crate::time::{now_unix, rfc3339};
 use crate::wire::request::{CreateNetworkRequest, SubnetRequest};
 use crate::wire::{Labels, Meta, Network, Protection, Route, Subnet};
 
-/// Most routes a network may have: the API's documented limit (a test may change it with
-/// [`crate::FakeHandle::set_route_limit`]).
-pub(crate) const MAX_ROUTES: usize = 100;
-
 const PUBLIC_GATEWAY: Ipv4Addr = Ipv4Addr::new(172, 31, 1, 1);
 
 /// Filters of `GET /networks`.

@@ -83,12 +83,16 @@ pub(crate) struct State {
     pub(crate) target_health: BTreeMap<(u64, HealthKey, Option<u16>), String>,
 }
 
+/// Most routes a network may have: the API's documented limit (a test may change it with
+/// [`crate::FakeHandle::set_route_limit`]).
+pub(crate) const MAX_ROUTES: usize = 100;
+
 impl State {
     /// An empty state.
     pub fn new(action_delay: Duration, action_retention: Duration) -> Self {
         Self {
             action_delay,
-            max_routes: super::networks::MAX_ROUTES,
+            max_routes: MAX_ROUTES,
             action_retention,
             finished_order: VecDeque::new(),
             ids: Ids::default(),

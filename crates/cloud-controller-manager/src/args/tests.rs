@@ -1,0 +1,315 @@
+//! Tests of the flags: upstream's defaults and validation cases, and ours.
+
+use super::*;
+use clap::Parser;
+use ipnet::IpNet;
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    manager: ManagerArgs,
+}
+
+fn parse(extra: &[&str]) -> Result<ManagerArgs, clap::Error> {
+    let mut argv = vec!["ccm"];
+    argv.extend_from_slice(extra);
+    Cli::try_parse_from(argv).map(|c| c.manager)
+}
+
+fn valid(extra: &[&str]) -> Options {
+    let mut argv = vec!["--cloud-provider=fake", "--allow-untagged-cloud"];
+    argv.extend_from_slice(extra);
+    parse(&argv).expect("parses").validate("fake").expect("valid")
+}
+
+/// Upstream `TestDefaultFlags` for the flags that exist here.
+#[test]
+fn test_default_flags() {
+    let a = parse(&[]).expect("parses");
+    assert_eq!(a.controllers, vec!["*"]);
+    assert!(a.leader_elect);
+    assert_eq!(a.leader_elect_lease_duration, Duration::from_secs(15));
+    assert_eq!(a.leader_elect_renew_deadline, Duration::from_secs(10));
+    assert_eq!(a.leader_elect_retry_period, Duration::from_secs(2));
+    assert_eq!(a.leader_elect_resource_lock, "leases");
+    assert_eq!(a.leader_elect_resource_name, "cloud-controller-manager");
+    assert_eq!(a.leader_elect_resource_namespace, "kube-system");
+    assert_eq!(a.min_resync_period, Duration::from_secs(12 * 3600));
+    assert_eq!(a.kube_api_qps, 20.0);
+    assert_eq!(a.kube_api_burst, 30);
+    assert_eq!(a.node_monitor_period, Duration::from_secs(5));
+    assert_eq!(a.node_status_update_frequency, Duration::from_secs(300));
+    assert_eq!(a.concurrent_node_syncs, 1);
+    assert_eq!(a.concurrent_node_status_updates, 0);
+    assert_eq!(a.concurrent_service_syncs, 1);
+    assert_eq!(a.cluster_name, "kubernetes");
+    assert!(a.configure_cloud_routes);
+    assert!(!a.allocate_node_cidrs);
+    assert!(!a.allow_untagged_cloud);
+    assert_eq!(a.route_reconciliation_period, Duration::from_secs(10));
+    assert_eq!(a.route_resync_period, Duration::from_secs(240));
+    assert_eq!(a.cluster_cidr, "");
+    assert_eq!(parse_feature_gates(&a.feature_gates), Ok(FeatureGates::default()));
+    assert!(FeatureGates::default().watch_based_routes, "watch-based routes by default, as the official chart");
+    assert_eq!(a.bind_address, "0.0.0.0");
+    assert_eq!(a.secure_port, 10258);
+    assert_eq!((a.tls_cert_file, a.tls_private_key_file), (None, None));
+}
+
+#[test]
+fn upstream_deployment_arguments_are_accepted() {
+    let o = valid(&[
+        "--route-reconciliation-period=30s",
+        "--webhook-secure-port=0",
+        "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true",
+        "--allocate-node-cidrs=true",
+        "--cluster-cidr=10.244.0.0/16",
+        "--leader-elect=false",
+    ]);
+    assert_eq!(o.controllers, vec!["*"]);
+    assert_eq!((o.node.workers, o.node.status_workers), (1, 1));
+    assert!(o.leader_election.is_none());
+    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+    let routes = o.routes.expect("routes are configured");
+    assert_eq!(routes.cluster_cidrs, vec!["10.244.0.0/16".parse::<IpNet>().expect("net")]);
+    assert_eq!(routes.cluster_name, "kubernetes");
+    // Watch-based with the safety resync; the chart's 30s period is the periodic mode's.
+    assert_eq!(routes.mode, ReconcileMode::Watch { resync: Duration::from_secs(240) });
+    assert_eq!(routes.min_interval, Duration::from_secs(10));
+}
+
+#[test]
+fn routes_need_both_flags_and_then_a_cluster_cidr() {
+    assert!(valid(&[]).routes.is_none(), "upstream defaults: --allocate-node-cidrs=false, no routes");
+    assert!(
+        valid(&["--allocate-node-cidrs", "--configure-cloud-routes=false", "--cluster-cidr=10.0.0.0/8"])
+            .routes
+            .is_none()
+    );
+    assert!(valid(&["--cluster-cidr=10.244.0.0/16"]).routes.is_none());
+    let errs = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--allocate-node-cidrs=true"])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0]
+            .starts_with("--cluster-cidr: required with --allocate-node-cidrs=true and --configure-cloud-routes=true"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn cluster_cidrs_are_one_or_a_dual_stack_pair() {
+    let o = valid(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16, fd00:10:244::/56", "--cluster-name=prod"]);
+    let routes = o.routes.expect("routes");
+    assert_eq!(routes.cluster_name, "prod");
+    assert_eq!(routes.cluster_cidrs.len(), 2);
+    assert_eq!(routes.cluster_cidrs[1], "fd00:10:244::/56".parse::<IpNet>().expect("net"));
+    // Host bits are dropped, as Go's ParseCIDR does.
+    assert_eq!(parse_cluster_cidrs("10.244.3.1/16"), Ok(vec!["10.244.0.0/16".parse().expect("net")]));
+    for (value, needle) in [
+        ("10.244.0.0", "\"10.244.0.0\" is not a CIDR"),
+        ("10.244.0.0/16,banana", "\"banana\" is not a CIDR"),
+        ("10.244.0.0/16,10.245.0.0/16", "must be a dual-stack pair, one IPv4 and one IPv6"),
+        ("10.244.0.0/16,fd00::/56,10.1.0.0/16", "at most two CIDRs"),
+    ] {
+        let e = parse_cluster_cidrs(value).unwrap_err();
+        assert!(e.starts_with("--cluster-cidr: ") && e.contains(needle), "{value}: {e}");
+        // Rejected at start-up whether or not routes are on.
+        let flag = format!("--cluster-cidr={value}");
+        let errs = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", &flag])
+            .expect("parses")
+            .validate("fake")
+            .unwrap_err();
+        assert_eq!(errs, vec![e]);
+    }
+}
+
+#[test]
+fn the_watch_based_routes_gate_selects_the_mode() {
+    let base = ["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16"];
+    let periodic = [
+        &base[..],
+        &[
+            "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=false",
+            "--route-reconciliation-period=30s",
+        ],
+    ]
+    .concat();
+    assert_eq!(
+        valid(&periodic).routes.expect("routes").mode,
+        ReconcileMode::Periodic { period: Duration::from_secs(30) }
+    );
+    let watch = [&base[..], &["--route-resync-period=2m30s"]].concat();
+    assert_eq!(valid(&watch).routes.expect("routes").mode, ReconcileMode::Watch { resync: Duration::from_secs(150) });
+
+    let gates = parse_feature_gates(" CloudControllerManagerWebhook=true , SomeFutureGate=false ").expect("valid");
+    assert!(gates.watch_based_routes);
+    assert_eq!(gates.unknown, vec!["SomeFutureGate".to_owned()]);
+    let o = valid(&["--feature-gates=SomeFutureGate=true"]);
+    assert_eq!(o.warnings, vec!["--feature-gates: SomeFutureGate is not known here and has no effect".to_owned()]);
+    for (value, needle) in [
+        ("CloudControllerManagerWatchBasedRoutesReconciliation", "is not Name=true|false"),
+        ("CloudControllerManagerWatchBasedRoutesReconciliation=yes", "the value is not a boolean"),
+    ] {
+        let e = parse_feature_gates(value).unwrap_err();
+        assert!(e.starts_with("--feature-gates: ") && e.contains(needle), "{e}");
+    }
+    let errs = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--route-resync-period=0s"])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+    assert_eq!(errs, vec!["--route-resync-period: must be greater than 0".to_owned()]);
+}
+
+#[test]
+fn leader_election_options_follow_the_flags() {
+    let o = valid(&[
+        "--leader-elect-lease-duration=30s",
+        "--leader-elect-renew-deadline=20s",
+        "--leader-elect-retry-period=4s",
+        "--leader-elect-resource-name=my-ccm",
+        "--leader-elect-resource-namespace=infra",
+    ]);
+    let le = o.leader_election.expect("on by default");
+    assert_eq!(
+        (le.lease_duration, le.renew_deadline, le.retry_period),
+        (Duration::from_secs(30), Duration::from_secs(20), Duration::from_secs(4))
+    );
+    assert_eq!((le.name.as_str(), le.namespace.as_str()), ("my-ccm", "infra"));
+}
+
+#[test]
+fn leader_election_timing_rules_name_the_flags() {
+    let errs = parse(&[
+        "--cloud-provider=fake",
+        "--allow-untagged-cloud",
+        "--leader-elect-lease-duration=10s",
+        "--leader-elect-renew-deadline=10s",
+        "--leader-elect-retry-period=9s",
+        "--leader-elect-resource-lock=configmaps",
+    ])
+    .expect("parses")
+    .validate("fake")
+    .unwrap_err();
+    let text = errs.join("\n");
+    for needle in [
+        "--leader-elect-lease-duration (10s) must be greater than --leader-elect-renew-deadline (10s)",
+        "--leader-elect-renew-deadline (10s) must be greater than 1.2 x --leader-elect-retry-period (9s)",
+        "--leader-elect-resource-lock: \"configmaps\" is not supported; only leases",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    assert_eq!(errs.len(), 3, "{text}");
+}
+
+#[test]
+fn unknown_flags_and_bad_values_are_rejected_before_start() {
+    let e = parse(&["--no-such-flag"]).unwrap_err().to_string();
+    assert!(e.contains("--no-such-flag"), "{e}");
+    let e = parse(&["--node-monitor-period=5 seconds"]).unwrap_err().to_string();
+    assert!(e.contains("not a duration"), "{e}");
+    let e = parse(&["--leader-elect=maybe"]).unwrap_err().to_string();
+    assert!(e.contains("not a boolean"), "{e}");
+    let e = parse(&["--kube-api-qps=fast"]).unwrap_err().to_string();
+    assert!(e.contains("--kube-api-qps"), "{e}");
+}
+
+#[test]
+fn semantic_errors_are_collected() {
+    let errs = parse(&[
+        "--cloud-provider=aws",
+        "--concurrent-node-syncs=0",
+        "--controllers=*,bogus",
+        "--kube-api-qps=0",
+        "--bind-address=everywhere",
+        "--tls-cert-file=/tmp/cert.pem",
+    ])
+    .expect("parses")
+    .validate("fake")
+    .unwrap_err();
+    let text = errs.join("\n");
+    for needle in [
+        "--cloud-provider: \"aws\" is not supported",
+        "--allow-untagged-cloud: required",
+        "concurrent-node-syncs must be a positive number",
+        "unknown controller(s) bogus",
+        "--kube-api-qps: must be a positive number",
+        "--bind-address: \"everywhere\" is not an IP address",
+        "--tls-private-key-file: required with --tls-cert-file",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in {text}");
+    }
+    assert_eq!(errs.len(), 7, "{text}");
+}
+
+#[test]
+fn service_controller_options_follow_the_flags() {
+    let o = valid(&[]);
+    assert_eq!((o.service.workers, o.service.cluster_name.as_str()), (1, "kubernetes"));
+    assert_eq!(o.service.load_balancer_class, None, "upstream's behaviour by default");
+    let o =
+        valid(&["--concurrent-service-syncs=4", "--cluster-name=prod", "--load-balancer-class=example.com/cloud-lb"]);
+    assert_eq!(o.service.workers, 4);
+    assert_eq!(o.service.cluster_name, "prod");
+    assert_eq!(o.service.load_balancer_class.as_deref(), Some("example.com/cloud-lb"));
+    let o = valid(&["--load-balancer-class="]);
+    assert_eq!(o.service.load_balancer_class, None, "empty means unset");
+}
+
+#[test]
+fn service_controller_flags_are_validated() {
+    let errs = parse(&[
+        "--cloud-provider=fake",
+        "--allow-untagged-cloud",
+        "--concurrent-service-syncs=0",
+        "--load-balancer-class=Example.com/x",
+    ])
+    .expect("parses")
+    .validate("fake")
+    .unwrap_err();
+    assert_eq!(
+        errs,
+        vec![
+            "--concurrent-service-syncs: must be a positive number".to_owned(),
+            "--load-balancer-class: \"Example.com/x\" is not a valid class: the prefix \"Example.com\" must be a \
+             lowercase DNS subdomain (a label-style key like example.com/cloud-lb)"
+                .to_owned(),
+        ]
+    );
+    for bad in ["a/b/c", "-x", "x-", "/x", "example.com/", &"n".repeat(64), "bad name"] {
+        assert!(validate_qualified_name(bad).is_err(), "{bad:?}");
+    }
+    for good in ["x", "example.com/cloud-lb", "lb.k8s.io/a_b.c-d", "a1"] {
+        assert_eq!(validate_qualified_name(good), Ok(()), "{good:?}");
+    }
+}
+
+#[test]
+fn status_workers_default_to_sync_workers() {
+    let o = valid(&["--concurrent-node-syncs=7"]);
+    assert_eq!((o.node.workers, o.node.status_workers), (7, 7));
+    assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+}
+
+/// Upstream `TestNodeControllerValidation`.
+#[test]
+fn test_node_controller_validation() {
+    let cases: [(&str, i64, i64, &[&str]); 6] = [
+        ("empty options", 1, 0, &[]),
+        ("concurrent-node-syncs negative value", -5, 0, &["concurrent-node-syncs must be a positive number"]),
+        ("concurrent-node-syncs zero value", 0, 0, &["concurrent-node-syncs must be a positive number"]),
+        ("concurrent-node-syncs positive value, concurrent-node-status-updates default 0", 5, 0, &[]),
+        ("concurrent-node-syncs positive value, concurrent-node-status-updates positive value", 5, 5, &[]),
+        (
+            "concurrent-node-syncs positive value, concurrent-node-status-updates negative value",
+            5,
+            -1,
+            &["concurrent-node-status-updates cannot be a negative number"],
+        ),
+    ];
+    for (name, syncs, updates, expected) in cases {
+        assert_eq!(validate_node_controller(syncs, updates), expected, "case {name:?}");
+    }
+}

@@ -1,0 +1,125 @@
+//! Parsers and checks for flag values that need more than clap: feature gates, the cluster
+//! CIDRs, a `loadBalancerClass` name, upstream's node-controller rules.
+
+use cloud_controllers::route::plan::parse_cidr_sloppy;
+use cloud_provider::helpers::go_syntax::parse_go_bool;
+use ipnet::IpNet;
+
+/// The upstream feature gate of the watch-based route mode (KEP-5237).
+pub const WATCH_BASED_ROUTES_GATE: &str = "CloudControllerManagerWatchBasedRoutesReconciliation";
+
+/// Upstream feature gates of the cloud-controller-manager that are accepted without effect.
+const IGNORED_GATES: &[&str] = &["CloudControllerManagerWebhook"];
+
+/// The parsed `--feature-gates`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `CloudControllerManagerWatchBasedRoutesReconciliation` (default true here; upstream's
+    /// default is false, the official Hetzner chart sets it to true).
+    pub watch_based_routes: bool,
+    /// Gates this program does not know (warned about).
+    pub unknown: Vec<String>,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        FeatureGates { watch_based_routes: true, unknown: Vec::new() }
+    }
+}
+
+/// Parses `--feature-gates` (`Name=bool` pairs, comma-separated, Go booleans).
+pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
+    let mut gates = FeatureGates::default();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let Some((name, value)) = item.split_once('=') else {
+            return Err(format!(
+                "--feature-gates: {item:?} is not Name=true|false (e.g. {WATCH_BASED_ROUTES_GATE}=true)"
+            ));
+        };
+        let (name, value) = (name.trim(), value.trim());
+        let Some(on) = parse_go_bool(value) else {
+            return Err(format!(
+                "--feature-gates: {name}={value:?}: the value is not a boolean; accepted: true, false"
+            ));
+        };
+        match name {
+            WATCH_BASED_ROUTES_GATE => gates.watch_based_routes = on,
+            n if IGNORED_GATES.contains(&n) => {}
+            n => gates.unknown.push(n.to_owned()),
+        }
+    }
+    Ok(gates)
+}
+
+/// Parses `--cluster-cidr` like upstream's `processCIDRs`: comma-separated, at most two, and
+/// two only as a dual-stack pair (one IPv4, one IPv6). Empty gives no CIDRs.
+pub fn parse_cluster_cidrs(s: &str) -> Result<Vec<IpNet>, String> {
+    let items: Vec<&str> = s.split(',').map(str::trim).filter(|i| !i.is_empty()).collect();
+    let mut cidrs = Vec::new();
+    for item in &items {
+        match parse_cidr_sloppy(item) {
+            Some(c) => cidrs.push(c),
+            None => {
+                return Err(format!(
+                    "--cluster-cidr: {item:?} is not a CIDR (expected e.g. 10.244.0.0/16, or an IPv4 and an IPv6 CIDR, \
+                     comma-separated)"
+                ));
+            }
+        }
+    }
+    match cidrs.as_slice() {
+        [] | [_] => Ok(cidrs),
+        [a, b] if a.addr().is_ipv4() != b.addr().is_ipv4() => Ok(cidrs),
+        [_, _] => Err(format!("--cluster-cidr: {s:?}: two CIDRs must be a dual-stack pair, one IPv4 and one IPv6")),
+        _ => Err(format!("--cluster-cidr: {s:?}: at most two CIDRs (one IPv4 and one IPv6) are supported")),
+    }
+}
+
+/// Checks a `spec.loadBalancerClass` value the way the API server does (a qualified name:
+/// an optional DNS subdomain prefix and `/`, then a name of at most 63 alphanumeric
+/// characters, `-`, `_` or `.`, starting and ending alphanumeric). Empty is accepted (unset).
+pub fn validate_qualified_name(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    let (prefix, name) = match value.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, value),
+    };
+    let alnum = |c: u8| c.is_ascii_alphanumeric();
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().next().is_some_and(alnum)
+        && name.bytes().last().is_some_and(alnum)
+        && name.bytes().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'));
+    if !name_ok {
+        return Err(format!(
+            "the name part {name:?} must be 1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric"
+        ));
+    }
+    if let Some(prefix) = prefix {
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        if prefix.is_empty() || prefix.len() > 253 || !prefix.split('.').all(label_ok) {
+            return Err(format!("the prefix {prefix:?} must be a lowercase DNS subdomain"));
+        }
+    }
+    Ok(())
+}
+
+/// Upstream `NodeControllerOptions.Validate`.
+pub fn validate_node_controller(concurrent_node_syncs: i64, concurrent_node_status_updates: i64) -> Vec<String> {
+    let mut errors = Vec::new();
+    if concurrent_node_syncs <= 0 {
+        errors.push("concurrent-node-syncs must be a positive number".to_owned());
+    }
+    if concurrent_node_status_updates < 0 {
+        errors.push("concurrent-node-status-updates cannot be a negative number".to_owned());
+    }
+    errors
+}
