@@ -214,25 +214,45 @@ def cmd_hcl() -> int:
                 blocks.setdefault(key, []).extend(value if isinstance(value, list) else [value])
         except Exception as e:  # noqa: BLE001
             report.check(f"parse {tf.relative_to(DEPLOY.parent)}", False, str(e))
-    resources = {name for block in blocks.get("resource", []) for typ in block.values() for name in typ} | {
-        typ for block in blocks.get("resource", []) for typ in block
-    }
-    for needed in ("hcloud_ssh_key", "hcloud_network", "hcloud_network_subnet", "hcloud_server"):
+    # python-hcl2 8 keeps the quotes of labels and strings ('"hcloud_server"').
+    unq = lambda v: v.strip('"') if isinstance(v, str) else v  # noqa: E731
+    resources: dict[str, dict] = {}
+    for block in blocks.get("resource", []):
+        for typ, named in block.items():
+            for name, body in named.items():
+                resources.setdefault(unq(typ), {})[unq(name)] = body
+    for needed in ("hcloud_ssh_key", "hcloud_network", "hcloud_network_subnet", "hcloud_server", "hcloud_server_network"):
         report.check(f"declares resource {needed}", needed in resources, f"resources: {sorted(resources)}")
+    networks = [unq(b.get("ip_range")) for b in resources.get("hcloud_network", {}).values()]
+    subnets = [(unq(b.get("ip_range")), unq(b.get("type"))) for b in resources.get("hcloud_network_subnet", {}).values()]
+    report.check("network 10.0.0.0/8", networks == ["10.0.0.0/8"], str(networks))
+    report.check("cloud subnet 10.0.0.0/24", subnets == [("10.0.0.0/24", "cloud")], str(subnets))
+    servers = resources.get("hcloud_server", {})
+    report.check(
+        "servers use `location`, not `datacenter` (removed from the API)",
+        bool(servers) and all("location" in b and "datacenter" not in b for b in servers.values()),
+        str({n: sorted(b) for n, b in servers.items()}),
+    )
+    report.check(
+        "control plane + var.worker_count workers",
+        {"control", "worker"} <= set(servers) and "var.worker_count" in str(servers["worker"].get("count")),
+        str(sorted(servers)),
+    )
+    cilium = resources.get("helm_release", {}).get("cilium", {})
+    settings = {unq(s.get("name")): unq(s.get("value")) for s in cilium.get("set", [])}
+    report.check("Cilium in native routing", settings.get("routingMode") == "native", str(settings))
+    report.check("Cilium IPAM from the Nodes' pod CIDRs", settings.get("ipam.mode") == "kubernetes", str(settings))
+    secret = resources.get("kubernetes_secret_v1", {}).get("hcloud", {})
+    report.check("the hcloud Secret has token and network", {"token", "network"} <= set(secret.get("data", {})), str(secret))
     text = "\n".join(tf.read_text() for tf in files)
     for needle, why in [
         ("--disable-cloud-controller", "k3s must not run its own cloud controller"),
-        ("cloud-provider=external", "kubelets must wait for the CCM"),
+        ("--kubelet-arg cloud-provider=external", "kubelets must wait for the CCM"),
         ("--flannel-backend=none", "Cilium replaces flannel"),
-        ("routingMode=native", "Cilium in native routing, so the routes controller carries pod traffic"),
-        ("10.0.0.0/8", "the network"),
-        ("10.0.0.0/24", "the cloud subnet"),
-        ("datacenter", None),
+        ("--disable=servicelb", "the CCM provides Load Balancers"),
+        ("--disable=traefik", "no built-in ingress"),
     ]:
-        if why is None:
-            report.check("no `datacenter` argument (removed from the API)", f"{needle} " not in text and f"{needle}=" not in text, "found")
-        else:
-            report.check(f"mentions {needle}", needle in text, why)
+        report.check(f"k3s gets {needle}", needle in text, why)
     terraform = shutil.which("terraform") or shutil.which("tofu")
     if terraform:
         fmt = subprocess.run([terraform, "fmt", "-check", "-diff", str(DEV)], capture_output=True, text=True)
