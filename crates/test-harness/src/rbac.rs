@@ -46,10 +46,6 @@ pub const CCM_RULES_PATH: &str = "deploy/chart/hcloud-ccm/files/clusterrole-rule
 /// The shipped ClusterRole rules, as JSON (a list of RBAC `PolicyRule`s).
 pub const CCM_RULES_JSON: &str = include_str!("../../../deploy/chart/hcloud-ccm/files/clusterrole-rules.json");
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
-}
-
 fn labels() -> BTreeMap<String, String> {
     BTreeMap::from([("app.kubernetes.io/name".to_owned(), "hcloud-cloud-controller-manager".to_owned())])
 }
@@ -135,6 +131,10 @@ pub fn ccm_service_account() -> ServiceAccount {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
 
     #[test]
     fn user_name_matches_service_account() {
