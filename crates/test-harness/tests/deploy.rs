@@ -110,8 +110,11 @@ fn dev_environment_terraform_parses() {
     assert_checks("hcl", 24);
 }
 
+/// A values variant (or static manifest) and its objects: (template, object).
+type Variant = (String, Vec<(String, Value)>);
+
 /// Every variant's objects, as `render.py json` prints them.
-fn rendered() -> Result<Vec<(String, Vec<(String, Value)>)>> {
+fn rendered() -> Result<Vec<Variant>> {
     let out = render_py("json");
     ensure!(out.status.success(), "render.py json failed: {}", String::from_utf8_lossy(&out.stderr));
     let variants: Vec<Value> = serde_json::from_slice(&out.stdout).context("render.py json output")?;
