@@ -116,4 +116,31 @@ mod tests {
             assert!(help.contains(needle), "{needle} missing from --help");
         }
     }
+
+    #[test]
+    fn every_flag_and_variable_is_in_docs_reference() {
+        let reference = include_str!("../../../docs/reference.md");
+        let mut missing = Vec::new();
+        for arg in <Cli as clap::CommandFactory>::command().get_arguments() {
+            if let Some(long) = arg.get_long()
+                && !matches!(long, "help" | "version")
+                && !reference.contains(&format!("`--{long}`"))
+            {
+                missing.push(format!("--{long}"));
+            }
+        }
+        let variables = ENV_HELP.iter().chain(LB_ENV_HELP).map(|(k, _)| *k).chain([LOAD_BALANCER_CLASS_ENV]);
+        for variable in variables {
+            if !reference.contains(&format!("`{variable}`")) {
+                missing.push(variable.to_owned());
+            }
+        }
+        for annotation in hcloud_provider::load_balancers::annotations::ALL {
+            let suffix = annotation.trim_start_matches(hcloud_provider::load_balancers::annotations::PREFIX);
+            if !reference.contains(&format!("`{suffix}`")) {
+                missing.push((*annotation).to_owned());
+            }
+        }
+        assert!(missing.is_empty(), "docs/reference.md lacks {missing:?}");
+    }
 }

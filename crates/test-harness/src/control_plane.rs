@@ -148,7 +148,7 @@ impl ControlPlane {
             .patch(rbac::CCM_SERVICE_ACCOUNT, &apply, &Patch::Apply(&service_account))
             .await
             .map_err(|e| HarnessError::kube("applying the CCM ServiceAccount", e))?;
-        let role = rbac::ccm_cluster_role();
+        let role = rbac::ccm_cluster_role()?;
         Api::<ClusterRole>::all(admin.clone())
             .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&role))
             .await

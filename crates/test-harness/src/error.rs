@@ -64,6 +64,16 @@ pub enum HarnessError {
         source: kube::Error,
     },
 
+    /// The shipped ClusterRole rules (`deploy/chart/hcloud-ccm/files/clusterrole-rules.json`)
+    /// are not a JSON list of RBAC PolicyRules.
+    #[error("the shipped ClusterRole rules {path} do not parse: {message}")]
+    RbacRules {
+        /// The rules file, relative to the repository.
+        path: &'static str,
+        /// The parser's message.
+        message: String,
+    },
+
     /// A condition did not hold before its deadline.
     #[error("timed out after {timeout:?} waiting for {description}\n{last_state}")]
     Timeout {

@@ -1,24 +1,30 @@
-//! The cloud-controller-manager's RBAC: one definition shared by the test control plane, the
-//! deploy manifests and the tests that check them.
+//! The cloud-controller-manager's RBAC, as the test control plane grants it: the ClusterRole's
+//! rules are **the shipped ones**, read from the Helm chart's
+//! `deploy/chart/hcloud-ccm/files/clusterrole-rules.json` (embedded at compile time; the
+//! chart's `clusterrole.yaml` and the static manifests `deploy/hcloud-ccm*.yaml` render the same
+//! file). Every end-to-end test runs hcloud-ccm as [`CCM_USER`] with exactly these rules against
+//! a kube-apiserver that enforces RBAC, so a controller needing a verb the shipped role lacks
+//! fails those tests.
 //!
-//! The rules equal the official Hetzner CCM's ClusterRole
-//! (`system:hcloud-cloud-controller-manager`), plus `get` on Services and the
-//! `events.k8s.io` group, because our controllers read single Services and may record events
-//! through the `events.k8s.io/v1` API.
+//! The rules are only what hcloud-ccm calls (nodes: get/list/watch/patch/delete; nodes/status:
+//! patch; services: get/list/watch; services/status: patch; core events: create/patch;
+//! leases: get/create/update). The official chart's `configmaps`, `serviceaccounts`,
+//! `services/status update` and `nodes *` are not needed and not granted.
 //!
 //! Besides its own ClusterRole, the CCM's ServiceAccount is bound to the built-in ClusterRole
 //! `system:auth-delegator` ([`ccm_auth_delegator_binding`]): it grants `create` on
 //! `tokenreviews.authentication.k8s.io` and `subjectaccessreviews.authorization.k8s.io`, which
 //! the CCM's secure port (`--secure-port`, 10258) needs to authenticate and authorize requests
 //! to `/metrics` by delegating to the API server, as every upstream controller manager does.
-//! The official chart does not create this binding (there, protected paths of the secure port
-//! cannot be authorized); the official rules in [`CCM_RBAC_RULES`] stay untouched.
+//! The chart creates the same binding.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::ObjectMeta;
+
+use crate::HarnessError;
 
 /// Namespace of the CCM's ServiceAccount.
 pub const CCM_NAMESPACE: &str = "kube-system";
@@ -34,65 +40,33 @@ pub const AUTH_DELEGATOR_CLUSTER_ROLE: &str = "system:auth-delegator";
 /// Name of the ClusterRoleBinding of the CCM's ServiceAccount to [`AUTH_DELEGATOR_CLUSTER_ROLE`].
 pub const CCM_AUTH_DELEGATOR_BINDING: &str = "hcloud-cloud-controller-manager:system:auth-delegator";
 
-/// One RBAC rule, as plain data (usable without k8s-openapi, e.g. to render YAML).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RbacRule {
-    /// API groups (`""` is the core group).
-    pub api_groups: &'static [&'static str],
-    /// Resources, including subresources such as `nodes/status`.
-    pub resources: &'static [&'static str],
-    /// Verbs (`"*"` is all).
-    pub verbs: &'static [&'static str],
-}
+/// The shipped ClusterRole rules file, relative to the repository root.
+pub const CCM_RULES_PATH: &str = "deploy/chart/hcloud-ccm/files/clusterrole-rules.json";
 
-/// The CCM's ClusterRole rules.
-pub const CCM_RBAC_RULES: &[RbacRule] = &[
-    RbacRule { api_groups: &[""], resources: &["nodes"], verbs: &["*"] },
-    RbacRule { api_groups: &[""], resources: &["nodes/status"], verbs: &["patch"] },
-    RbacRule { api_groups: &["", "events.k8s.io"], resources: &["events"], verbs: &["create", "patch", "update"] },
-    RbacRule { api_groups: &[""], resources: &["services"], verbs: &["get", "list", "watch"] },
-    RbacRule { api_groups: &[""], resources: &["services/status"], verbs: &["patch", "update"] },
-    RbacRule { api_groups: &[""], resources: &["configmaps"], verbs: &["get", "list", "watch"] },
-    RbacRule { api_groups: &[""], resources: &["serviceaccounts"], verbs: &["create"] },
-    RbacRule {
-        api_groups: &["coordination.k8s.io"],
-        resources: &["leases"],
-        verbs: &["create", "get", "list", "watch", "update"],
-    },
-];
-
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| (*s).to_owned()).collect()
-}
+/// The shipped ClusterRole rules, as JSON (a list of RBAC `PolicyRule`s).
+pub const CCM_RULES_JSON: &str = include_str!("../../../deploy/chart/hcloud-ccm/files/clusterrole-rules.json");
 
 fn labels() -> BTreeMap<String, String> {
     BTreeMap::from([("app.kubernetes.io/name".to_owned(), "hcloud-cloud-controller-manager".to_owned())])
 }
 
-/// [`CCM_RBAC_RULES`] as Kubernetes `PolicyRule`s.
-pub fn ccm_policy_rules() -> Vec<PolicyRule> {
-    CCM_RBAC_RULES
-        .iter()
-        .map(|rule| PolicyRule {
-            api_groups: Some(strings(rule.api_groups)),
-            resources: Some(strings(rule.resources)),
-            verbs: strings(rule.verbs),
-            ..PolicyRule::default()
-        })
-        .collect()
+/// The shipped rules ([`CCM_RULES_JSON`]) as Kubernetes `PolicyRule`s.
+pub fn ccm_policy_rules() -> Result<Vec<PolicyRule>, HarnessError> {
+    serde_json::from_str(CCM_RULES_JSON)
+        .map_err(|e| HarnessError::RbacRules { path: CCM_RULES_PATH, message: e.to_string() })
 }
 
 /// The CCM's ClusterRole ([`CCM_CLUSTER_ROLE`] with [`ccm_policy_rules`]).
-pub fn ccm_cluster_role() -> ClusterRole {
-    ClusterRole {
+pub fn ccm_cluster_role() -> Result<ClusterRole, HarnessError> {
+    Ok(ClusterRole {
         metadata: ObjectMeta {
             name: Some(CCM_CLUSTER_ROLE.to_owned()),
             labels: Some(labels()),
             ..ObjectMeta::default()
         },
-        rules: Some(ccm_policy_rules()),
+        rules: Some(ccm_policy_rules()?),
         ..ClusterRole::default()
-    }
+    })
 }
 
 /// Binds [`CCM_CLUSTER_ROLE`] to the ServiceAccount `kube-system/hcloud-cloud-controller-manager`.
@@ -158,23 +132,45 @@ pub fn ccm_service_account() -> ServiceAccount {
 mod tests {
     use super::*;
 
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
     #[test]
     fn user_name_matches_service_account() {
         assert_eq!(CCM_USER, format!("system:serviceaccount:{CCM_NAMESPACE}:{CCM_SERVICE_ACCOUNT}"));
     }
 
+    fn verbs_of(rules: &[PolicyRule], group: &str, resource: &str) -> Vec<String> {
+        rules
+            .iter()
+            .filter(|r| r.api_groups.as_deref().unwrap_or_default().iter().any(|g| g == group))
+            .filter(|r| r.resources.as_deref().unwrap_or_default().iter().any(|x| x == resource))
+            .flat_map(|r| r.verbs.clone())
+            .collect()
+    }
+
     #[test]
-    fn nodes_have_all_verbs_and_status_only_patch() {
-        let rules = ccm_policy_rules();
-        let find = |resource: &str| {
-            rules
-                .iter()
-                .find(|r| r.resources.as_deref().unwrap_or_default().iter().any(|x| x == resource))
-                .map(|r| r.verbs.clone())
-        };
-        assert_eq!(find("nodes"), Some(vec!["*".to_owned()]));
-        assert_eq!(find("nodes/status"), Some(vec!["patch".to_owned()]));
-        assert_eq!(find("leases"), Some(strings(&["create", "get", "list", "watch", "update"])));
+    fn shipped_rules_parse_and_grant_exactly_what_the_ccm_calls() {
+        let rules = ccm_policy_rules().expect("the shipped rules parse");
+        assert_eq!(verbs_of(&rules, "", "nodes"), strings(&["get", "list", "watch", "patch", "delete"]));
+        assert_eq!(verbs_of(&rules, "", "nodes/status"), strings(&["patch"]));
+        assert_eq!(verbs_of(&rules, "", "services"), strings(&["get", "list", "watch"]));
+        assert_eq!(verbs_of(&rules, "", "services/status"), strings(&["patch"]));
+        assert_eq!(verbs_of(&rules, "", "events"), strings(&["create", "patch"]));
+        assert_eq!(verbs_of(&rules, "coordination.k8s.io", "leases"), strings(&["get", "create", "update"]));
+        // Nothing else: no wildcard, no other resource (the official role's configmaps and
+        // serviceaccounts are not used by hcloud-ccm).
+        assert_eq!(rules.len(), 6, "{rules:?}");
+        assert!(rules.iter().all(|r| !r.verbs.iter().any(|v| v == "*")), "{rules:?}");
+        assert!(rules.iter().all(|r| r.resource_names.is_none() && r.non_resource_urls.is_none()));
+    }
+
+    #[test]
+    fn cluster_role_carries_the_shipped_rules() {
+        let role = ccm_cluster_role().expect("role");
+        assert_eq!(role.metadata.name.as_deref(), Some(CCM_CLUSTER_ROLE));
+        assert_eq!(role.rules, Some(ccm_policy_rules().expect("rules")));
     }
 
     #[test]

@@ -190,7 +190,8 @@ async fn events_are_read_from_both_event_apis() -> Result<()> {
         }),
         ..EventsV1Event::default()
     };
-    Api::<EventsV1Event>::namespaced(ccm.clone(), "kube-system")
+    // The CCM writes core/v1 events only, and its shipped role has no events.k8s.io rights.
+    Api::<EventsV1Event>::namespaced(admin_client.clone(), "kube-system")
         .create(&PostParams::default(), &v1_event)
         .await
         .context("creating an events.k8s.io/v1 event")?;
