@@ -61,6 +61,7 @@ pub mod metrics;
 pub mod pagination;
 pub mod query;
 pub mod rate_limit;
+pub mod robot;
 mod server;
 mod state;
 mod time;
