@@ -93,10 +93,14 @@ impl RobotClient {
         &self.endpoint
     }
 
-    /// Every server of the account (`GET /server`).
+    /// Every server of the account (`GET /server`; the webservice answers an account without
+    /// servers with `SERVER_NOT_FOUND`, which is an empty list here).
     pub async fn servers(&self) -> Result<Vec<RobotServer>, RobotError> {
-        let list: Vec<models::ServerWrap> = self.get("/server").await?;
-        Ok(list.into_iter().map(|w| w.server).collect())
+        match self.get::<Vec<models::ServerWrap>>("/server").await {
+            Ok(list) => Ok(list.into_iter().map(|w| w.server).collect()),
+            Err(e) if e.is_server_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// One server (`GET /server/{number}`); `None` on `SERVER_NOT_FOUND`.
