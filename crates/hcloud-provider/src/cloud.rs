@@ -120,6 +120,7 @@ impl HcloudCloud {
 
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
+        let mut robot_inventory = None;
         let mut instances = HcloudInstances::new(
             inventory.clone(),
             network.as_ref().map(|n| n.id),
@@ -151,6 +152,7 @@ impl HcloudCloud {
                     None
                 }
             };
+            robot_inventory = Some(inventory.clone());
             instances =
                 instances.with_robot(RobotSupport { inventory, forward_internal_ips: robot.forward_internal_ips });
         }
@@ -169,15 +171,17 @@ impl HcloudCloud {
             _ => None,
         };
         let load_balancers = config.load_balancers_enabled.then(|| {
-            Arc::new(
-                HcloudLoadBalancers::new(
-                    client.clone(),
-                    config.load_balancers.clone(),
-                    network.as_ref().map(|n| n.id),
-                    config.load_balancers_max_age,
-                )
-                .with_metrics(metrics),
+            let lbs = HcloudLoadBalancers::new(
+                client.clone(),
+                config.load_balancers.clone(),
+                network.as_ref().map(|n| n.id),
+                config.load_balancers_max_age,
             )
+            .with_metrics(metrics);
+            Arc::new(match robot_inventory {
+                Some(inventory) => lbs.with_robot(inventory),
+                None => lbs,
+            })
         });
         if load_balancers.is_none() {
             info!("HCLOUD_LOAD_BALANCERS_ENABLED=false: Services of type LoadBalancer are not served");
