@@ -186,3 +186,60 @@ async fn a_name_of_both_a_cloud_and_a_robot_server_raises_an_event_and_no_guess(
     }
     assert_eq!(h.request_counts().total, before, "nothing may start on bad configuration");
 }
+
+/// `TestServiceLoadBalancersRobot` with a mixed cluster: cloud Nodes are server targets, Robot
+/// Nodes IP targets (their public IPs from the Robot list); a Robot Node without a public IP
+/// gets `ServerNotFound`; a deleted Robot Node's IP target goes.
+#[tokio::test]
+async fn a_load_balancer_targets_cloud_and_robot_nodes() {
+    use common::lb::{fresh_namespace, lb_service, server_nodes, target_servers, wait_lb};
+    use kube::api::{DeleteParams, PostParams};
+
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let cloud = server_nodes(&env, &["lb-cloud"], None, &[]).await;
+    let mut robot_ips = Vec::new();
+    for name in ["bm-lb-1", "bm-lb-2"] {
+        let n = h.seed_robot_server(&SeedRobotServer::new(name)).expect("robot server");
+        robot_ips.push(h.robot_server(n).and_then(|s| s.ipv4).expect("ipv4").to_string());
+        NodeBuilder::new(name)
+            .provider_id(format!("hrobot://{n}"))
+            .without_uninitialized_taint()
+            .register(&env.client)
+            .await
+            .expect("node");
+    }
+    let no_ip = h
+        .seed_robot_server(&SeedRobotServer { no_ipv4: true, ..SeedRobotServer::new("bm-lb-noip") })
+        .expect("robot server");
+    NodeBuilder::new("bm-lb-noip")
+        .provider_id(format!("hrobot://{no_ip}"))
+        .without_uninitialized_taint()
+        .register(&env.client)
+        .await
+        .expect("node");
+    let robot_url = env.fake.robot_url();
+    let _ccm = env.ccm(&robot_env(&robot_url, &[("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1")]), &[]).await;
+
+    let svc = api.create(&PostParams::default(), &lb_service("mixed", &[], &[80])).await.expect("service");
+    let ip_targets = |lb: &hcloud_fake::wire::LoadBalancer| {
+        let mut ips: Vec<String> = lb.targets.iter().filter_map(|t| t.ip.as_ref().map(|i| i.ip.clone())).collect();
+        ips.sort();
+        ips
+    };
+    let mut expected = robot_ips.clone();
+    expected.sort();
+    let lb = wait_lb(&h, &svc, "LB with the cloud and both Robot targets", |l| l.targets.len() == 3).await;
+    assert_eq!(target_servers(&lb), vec![cloud[0].0]);
+    assert_eq!(ip_targets(&lb), expected);
+    let event = wait_for_event(&env.client, "Node", "bm-lb-noip", "ServerNotFound", REACT).await.expect("event");
+    assert_eq!(event.type_, "Warning");
+    assert!(event.message.contains("no public IPv4"), "{}", event.message);
+
+    // The Node of bm-lb-2 goes: its IP target goes with it.
+    env.nodes.delete("bm-lb-2", &DeleteParams::default()).await.expect("delete node");
+    let lb = wait_lb(&h, &svc, "the deleted Robot Node's target removed", |l| l.targets.len() == 2).await;
+    assert_eq!(ip_targets(&lb), vec![robot_ips[0].clone()]);
+    assert_eq!(target_servers(&lb), vec![cloud[0].0]);
+}
