@@ -446,7 +446,7 @@ pub struct SeedResult {
     pub certificates: Vec<u64>,
     /// Load balancer ids.
     pub load_balancers: Vec<u64>,
-    /// Robot server numbers.
-    #[serde(default)]
+    /// Robot server numbers (left out when none were seeded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub robot_servers: Vec<u64>,
 }

@@ -37,6 +37,18 @@ async fn servers_are_served_wrapped_behind_basic_auth() {
     assert_eq!(resp.status().as_u16(), 201);
     let m = resp.json::<Value>().await.expect("json")["number"].as_u64().expect("number");
 
+    // And through the seed file format.
+    let resp = fx
+        .client
+        .post(format!("{}/seed", fx.fake.control_url()))
+        .json(&json!({"robot_servers": [{"name": "bm-3", "number": 424242, "dc": "NBG1-DC3"}]}))
+        .send()
+        .await
+        .expect("seed");
+    assert_eq!(resp.status().as_u16(), 201);
+    assert_eq!(resp.json::<Value>().await.expect("json")["robot_servers"], json!([424242]));
+    fx.h.delete_robot_server(424242).expect("delete");
+
     let (status, body) = robot_get(&fx, "/server", AUTH).await;
     assert_eq!(status, 200);
     let list = body.as_array().expect("array");

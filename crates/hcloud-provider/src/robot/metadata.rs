@@ -56,11 +56,10 @@ pub fn node_addresses(
     if forward {
         for a in existing.iter().filter(|a| a.kind == AddressType::InternalIp) {
             let ip: Option<IpAddr> = a.address.parse().ok();
-            let wrong_family = match (family, ip) {
-                (AddressFamily::Ipv4, Some(IpAddr::V6(_))) => true,
-                (AddressFamily::Ipv6, Some(IpAddr::V4(_))) => true,
-                _ => false,
-            };
+            let wrong_family = matches!(
+                (family, ip),
+                (AddressFamily::Ipv4, Some(IpAddr::V6(_))) | (AddressFamily::Ipv6, Some(IpAddr::V4(_)))
+            );
             if wrong_family {
                 skipped.push(SkippedInternalIp {
                     address: a.address.clone(),
