@@ -56,3 +56,13 @@ async fn errors_map_to_codes_and_never_show_the_password() {
     assert!(e.is_transient() && e.code() == Some(&RobotErrorCode::Other(String::new())), "{e}");
     assert_eq!(c.servers().await.expect("recovers").len(), 1);
 }
+
+#[tokio::test]
+async fn a_refusing_gate_sends_nothing() {
+    let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
+    let c = client(&fake, "robot-password").with_gate(std::sync::Arc::new(|| Err("not the leader".to_owned())));
+    let e = c.servers().await.expect_err("refused");
+    assert!(matches!(&e, RobotError::NotSent(m) if m.contains("not the leader")), "{e}");
+    assert!(e.is_transient() && !e.is_rate_limit());
+    assert_eq!(fake.handle().request_counts().total, 0);
+}

@@ -91,6 +91,9 @@ pub enum RobotError {
     /// The client could not be built.
     #[error("Robot webservice client: {0}")]
     InvalidArgument(String),
+    /// Not sent: the client's gate refused (e.g. leadership lost). Says nothing about servers.
+    #[error("Robot webservice: {0}")]
+    NotSent(String),
     /// Not sent: an earlier rate-limit answer opened the circuit until the given time.
     #[error("Robot webservice rate limit exceeded, next try in {retry_in:?} (after: {cause})")]
     CircuitOpen {
@@ -129,7 +132,7 @@ impl RobotError {
     pub fn is_transient(&self) -> bool {
         match self {
             RobotError::Api { status, .. } => self.is_rate_limit() || *status >= 500 || *status == 429,
-            RobotError::Transport { .. } | RobotError::CircuitOpen { .. } => true,
+            RobotError::Transport { .. } | RobotError::CircuitOpen { .. } | RobotError::NotSent(_) => true,
             RobotError::Decode { .. } | RobotError::InvalidArgument(_) => false,
         }
     }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  caller ──► RobotClient::servers / server / reset
-//!                │ gate (e.g. leader-election fence) ── refused ──► RobotError::InvalidArgument
+//!                │ gate (e.g. leader-election fence) ── refused ──► RobotError::NotSent
 //!                ▼
 //!            one HTTP exchange: basic auth (user + password; the password is a SecretString,
 //!            never in Debug output, logs or errors), per-request timeout (15 s)
@@ -120,7 +120,7 @@ impl RobotClient {
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, RobotError> {
         let request = format!("GET {path}");
         if let Some(gate) = &self.gate {
-            gate().map_err(|why| RobotError::InvalidArgument(format!("{request} not sent: {why}")))?;
+            gate().map_err(|why| RobotError::NotSent(format!("{request} not sent: {why}")))?;
         }
         let resp = self
             .http
