@@ -243,3 +243,63 @@ async fn a_load_balancer_targets_cloud_and_robot_nodes() {
     assert_eq!(ip_targets(&lb), vec![robot_ips[0].clone()]);
     assert_eq!(target_servers(&lb), vec![cloud[0].0]);
 }
+
+/// `use-private-ip` with Robot Nodes in a vSwitch: the Node's InternalIP is the IP target; a
+/// Robot Node without one keeps its public IP and the Service gets `InternalIPNotConfigured`;
+/// cloud Nodes stay server targets with `use_private_ip`.
+#[tokio::test]
+async fn robot_targets_use_the_internal_ip_with_use_private_ip() {
+    use common::lb::{fresh_namespace, lb_service, server_nodes, target_servers, wait_lb};
+    use hcloud_fake::control::SeedNetwork;
+    use kube::api::PostParams;
+
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central")).expect("net");
+    let (_ns, api) = fresh_namespace(&env).await;
+    let cloud = server_nodes(&env, &["lbp-cloud"], Some(net), &[]).await;
+    let with_ip = h.seed_robot_server(&SeedRobotServer::new("bm-vswitch")).expect("robot server");
+    NodeBuilder::new("bm-vswitch")
+        .provider_id(format!("hrobot://{with_ip}"))
+        .address("InternalIP", "10.1.0.5")
+        .without_uninitialized_taint()
+        .register(&env.client)
+        .await
+        .expect("node");
+    let without = h.seed_robot_server(&SeedRobotServer::new("bm-public")).expect("robot server");
+    let public_ip = h.robot_server(without).and_then(|s| s.ipv4).expect("ipv4").to_string();
+    NodeBuilder::new("bm-public")
+        .provider_id(format!("hrobot://{without}"))
+        .without_uninitialized_taint()
+        .register(&env.client)
+        .await
+        .expect("node");
+    let robot_url = env.fake.robot_url();
+    let _ccm = env
+        .ccm(
+            &robot_env(
+                &robot_url,
+                &[
+                    ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1"),
+                    ("HCLOUD_NETWORK", "k8s"),
+                    ("HCLOUD_NETWORK_ROUTES_ENABLED", "false"),
+                ],
+            ),
+            &[],
+        )
+        .await;
+    let svc = lb_service("vswitch", &[("load-balancer.hetzner.cloud/use-private-ip", "true")], &[80]);
+    let svc = api.create(&PostParams::default(), &svc).await.expect("service");
+    let lb = wait_lb(&h, &svc, "LB with the cloud and both Robot targets", |l| l.targets.len() == 3).await;
+    assert_eq!(target_servers(&lb), vec![cloud[0].0]);
+    assert!(lb.targets.iter().filter(|t| t.server.is_some()).all(|t| t.use_private_ip == Some(true)));
+    let mut ips: Vec<String> = lb.targets.iter().filter_map(|t| t.ip.as_ref().map(|i| i.ip.clone())).collect();
+    ips.sort();
+    let mut expected = vec!["10.1.0.5".to_owned(), public_ip];
+    expected.sort();
+    assert_eq!(ips, expected);
+    let event =
+        wait_for_event(&env.client, "Service", "vswitch", "InternalIPNotConfigured", REACT).await.expect("event");
+    assert_eq!(event.type_, "Warning");
+    assert!(event.message.contains("bm-public"), "{}", event.message);
+}

@@ -225,10 +225,11 @@ impl HcloudLoadBalancers {
             ));
         }
         let robot_ips = self.robot_ips(nodes, service).await?;
-        let robot = self
-            .robot
-            .as_ref()
-            .map(|_| RobotTargets { public_ips: robot_ips.as_ref(), use_private_ip: spec.use_private_ip });
+        let robot = self.robot.as_ref().map(|_| RobotTargets {
+            public_ips: robot_ips.as_ref(),
+            use_private_ip: spec.use_private_ip,
+            service: &owner,
+        });
         let (targets, node_events) = desired_targets(nodes, &spec.node_selector, service, robot.as_ref());
         for e in node_events {
             self.publish(e);

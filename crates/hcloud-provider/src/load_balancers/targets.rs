@@ -40,6 +40,8 @@ pub struct RobotTargets<'a> {
     pub public_ips: Option<&'a HashMap<u64, Option<Ipv4Addr>>>,
     /// `use-private-ip`: the Node's InternalIP instead of the public IP.
     pub use_private_ip: bool,
+    /// The Service, for `InternalIPNotConfigured` events (raised on the Service, as upstream).
+    pub service: &'a EventObject,
 }
 
 /// A server (or Robot IP) that should be a target, with its Node (for events and logs).
@@ -69,10 +71,11 @@ fn robot_ip(
     let internal = internal_ip(node);
     let no_internal = || {
         ProviderEvent::warning(
-            EventObject::node(node),
+            robot.service.clone(),
             "InternalIPNotConfigured",
             format!(
-                "Node has no InternalIP for Load Balancer of service {service} (use-private-ip){}",
+                "Robot Node {} has no InternalIP for the Load Balancer (use-private-ip){}",
+                node.metadata.name.as_deref().unwrap_or_default(),
                 if robot.public_ips.is_some() { "; its public IP is used" } else { "" }
             ),
         )
@@ -270,7 +273,16 @@ mod tests {
     }
 
     fn reasons(ev: &[ProviderEvent]) -> Vec<(&str, &str)> {
-        ev.iter().map(|e| (e.object.name.as_str(), e.reason.as_ref())).collect()
+        ev.iter()
+            .map(|e| match e.object.kind {
+                "Service" => (e.message.split(' ').nth(2).unwrap_or_default(), e.reason.as_ref()),
+                _ => (e.object.name.as_str(), e.reason.as_ref()),
+            })
+            .collect()
+    }
+
+    fn svc() -> EventObject {
+        EventObject { kind: "Service", api_version: "v1", namespace: Some("ns".into()), name: "svc".into(), uid: None }
     }
 
     /// Official ReconcileHCLBTargets Robot cases: public IPs from the Robot list, InternalIPs
@@ -289,7 +301,8 @@ mod tests {
             node("r4", Some("hrobot://4"), &[]),
         ];
         let sel = LabelSelector::default();
-        let public = RobotTargets { public_ips: Some(&ips), use_private_ip: false };
+        let svc = svc();
+        let public = RobotTargets { public_ips: Some(&ips), use_private_ip: false, service: &svc };
         let (t, ev) = desired_targets(&nodes, &sel, "ns/svc", Some(&public));
         assert_eq!(
             targets_of(&t),
@@ -301,7 +314,7 @@ mod tests {
         );
         assert_eq!(reasons(&ev), vec![("r3", "ServerNotFound"), ("r4", "ServerNotFound")]);
 
-        let private = RobotTargets { public_ips: Some(&ips), use_private_ip: true };
+        let private = RobotTargets { public_ips: Some(&ips), use_private_ip: true, service: &svc };
         let (t, ev) = desired_targets(&nodes, &sel, "ns/svc", Some(&private));
         assert_eq!(targets_of(&t)[1..], [("r1".into(), ip("10.1.0.1")), ("r2".into(), ip("198.19.0.2"))]);
         assert_eq!(
@@ -315,11 +328,12 @@ mod tests {
             ]
         );
 
-        let lb_only = RobotTargets { public_ips: None, use_private_ip: true };
+        let lb_only = RobotTargets { public_ips: None, use_private_ip: true, service: &svc };
         let (t, ev) = desired_targets(&nodes, &sel, "ns/svc", Some(&lb_only));
         assert_eq!(targets_of(&t)[1..], [("r1".into(), ip("10.1.0.1"))]);
         assert_eq!(reasons(&ev).iter().filter(|(_, r)| *r == "InternalIPNotConfigured").count(), 3);
-        let lb_only_public = RobotTargets { public_ips: None, use_private_ip: false };
+        assert!(ev.iter().filter(|e| e.reason == "InternalIPNotConfigured").all(|e| e.object == svc), "on the Service");
+        let lb_only_public = RobotTargets { public_ips: None, use_private_ip: false, service: &svc };
         let (t, ev) = desired_targets(&nodes, &sel, "ns/svc", Some(&lb_only_public));
         assert_eq!(t.len(), 1, "only the cloud node");
         assert!(ev.iter().all(|e| e.reason == "ServerNotFound" && e.message.contains("use-private-ip")));
