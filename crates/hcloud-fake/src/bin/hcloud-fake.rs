@@ -87,8 +87,10 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
                                      "no_ipv4"?, "ipv6_net"?, "operating_status"?}
                                      -> {"number"} (numbers from 100001, IPv4s from
                                      198.19.0.0/16, "running" by default)
-  PATCH  /_fake/robot/servers/{n}    body: {"name"?, "operating_status"?}
-  DELETE /_fake/robot/servers/{n}    remove a dedicated server instantly
+  PATCH  /_fake/robot/servers/{number}
+                                     body: {"name"?, "operating_status"?}
+  DELETE /_fake/robot/servers/{number}
+                                     remove a dedicated server instantly
   GET|POST|DELETE /_fake/robot/faults
                                      as /_fake/faults, for /robot; paths relative to
                                      /robot, e.g. {"path": "/server", "times": 0,
