@@ -224,3 +224,26 @@ async fn robot_ids_without_a_client_are_errors_not_absences() {
     assert_eq!(e.reason(), "RobotClientMissing");
     assert_eq!(robot_lists(&f.h), 0);
 }
+
+#[tokio::test]
+async fn a_hundred_robot_nodes_cost_one_list_per_cache_period() {
+    let f = fx(AddressFamily::Ipv4, true).await;
+    let mut nodes = Vec::new();
+    for i in 0..100 {
+        let name = format!("bm-{i:03}");
+        let n = f.h.seed_robot_server(&SeedRobotServer::new(&name)).unwrap();
+        // Half joined with a providerID, half still without one (looked up by name).
+        nodes.push(node(&name, (i % 2 == 0).then(|| format!("hrobot://{n}")).as_deref()));
+    }
+    for n in &nodes {
+        let m = f.i.instance_metadata(n).await.expect("metadata").expect("some");
+        assert!(m.provider_id.starts_with("hrobot://"));
+        assert!(f.i.instance_exists(n).await.expect("exists"));
+    }
+    let robot =
+        f.h.request_counts().by_endpoint.iter().filter(|(k, _)| k.contains("/robot/")).map(|(_, v)| v).sum::<u64>();
+    assert_eq!((robot_lists(&f.h), robot), (1, 1), "{:?}", f.h.request_counts());
+    // The name lookups also asked the cloud inventory once (one list, no per-node requests).
+    assert_eq!(f.h.request_count("GET /v1/servers"), 1);
+    assert_eq!(f.h.request_count("GET /v1/servers/{id}"), 0);
+}
