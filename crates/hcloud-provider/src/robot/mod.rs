@@ -12,6 +12,7 @@
 //!                    ROBOT_RATE_LIMIT_WAIT_TIME; meanwhile calls fail without a request
 //! ```
 
+pub mod config;
 pub(crate) mod instances;
 pub mod metadata;
 
