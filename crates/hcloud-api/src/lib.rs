@@ -39,6 +39,9 @@
 //!
 //! The token lives in a [`secrecy::SecretString`]; it never appears in `Debug` output, logs
 //! or errors.
+//!
+//! [`robot`] is the separate, much smaller client of the Robot webservice (dedicated servers):
+//! basic auth, its own error envelope and codes, no retries.
 
 mod client;
 mod endpoints;
@@ -48,6 +51,7 @@ pub mod models;
 mod observe;
 mod paging;
 mod retry;
+pub mod robot;
 mod string_enum;
 mod waiter;
 mod wire_log;

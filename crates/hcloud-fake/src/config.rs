@@ -74,6 +74,8 @@ pub struct FakeConfig {
     pub token_policy: TokenPolicy,
     /// Log one `tracing` line per request (default true).
     pub log_requests: bool,
+    /// Basic-auth credentials of the Robot part under `/robot` (default `robot` / `robot-password`).
+    pub robot_credentials: crate::robot::RobotCredentials,
 }
 
 impl Default for FakeConfig {
@@ -84,6 +86,7 @@ impl Default for FakeConfig {
             rate_limit: RateLimitConfig::default(),
             token_policy: TokenPolicy::AcceptAll,
             log_requests: true,
+            robot_credentials: crate::robot::RobotCredentials::default(),
         }
     }
 }

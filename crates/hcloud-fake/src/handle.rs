@@ -12,6 +12,7 @@ use crate::error::FakeError;
 use crate::faults::{ActiveFault, FaultRule, Faults};
 use crate::metrics::Metrics;
 use crate::rate_limit::{RateLimitConfig, RateLimitStatus, TokenBucket};
+use crate::robot::{RobotCredentials, RobotServer as RobotServerRecord, RobotServerPatch, RobotState, SeedRobotServer};
 use crate::state::State;
 use crate::time::now_unix;
 use crate::wire::{Action, Certificate, LoadBalancer, Network, Server, ServerStatus};
@@ -30,6 +31,9 @@ pub(crate) struct Shared {
     pub faults: Mutex<Faults>,
     pub policy: Mutex<TokenPolicy>,
     pub metrics: Mutex<Metrics>,
+    pub robot: Mutex<RobotState>,
+    pub robot_faults: Mutex<Faults>,
+    pub robot_credentials: Mutex<RobotCredentials>,
 }
 
 /// A cloneable handle to one fake's state and controls (`Clone + Send + Sync`).
@@ -50,6 +54,9 @@ impl FakeHandle {
                 faults: Mutex::new(Faults::default()),
                 policy: Mutex::new(config.token_policy.clone()),
                 metrics: Mutex::new(Metrics::default()),
+                robot: Mutex::new(RobotState::default()),
+                robot_faults: Mutex::new(Faults::default()),
+                robot_credentials: Mutex::new(config.robot_credentials.clone()),
                 config,
             }),
         }
@@ -107,6 +114,12 @@ impl FakeHandle {
             }
             for lb in &seed.load_balancers {
                 out.load_balancers.push(s.seed_load_balancer(lb)?);
+            }
+            Ok::<_, FakeError>(out)
+        })
+        .and_then(|mut out| {
+            for r in &seed.robot_servers {
+                out.robot_servers.push(self.seed_robot_server(r)?);
             }
             Ok(out)
         })
@@ -298,6 +311,9 @@ impl FakeHandle {
         *lock(&self.shared.policy) = config.token_policy.clone();
         lock(&self.shared.faults).clear();
         lock(&self.shared.metrics).reset();
+        *lock(&self.shared.robot) = RobotState::default();
+        lock(&self.shared.robot_faults).clear();
+        *lock(&self.shared.robot_credentials) = config.robot_credentials.clone();
     }
 
     /// Everything, as the API would serve it.
@@ -323,6 +339,71 @@ impl FakeHandle {
     /// One certificate as served.
     pub fn certificate(&self, id: u64) -> Option<Certificate> {
         self.with_state(|s| s.certificate(id))
+    }
+
+    // ----- the Robot part (`/robot`) -----
+
+    /// Creates a dedicated server; returns its number.
+    pub fn seed_robot_server(&self, server: &SeedRobotServer) -> Result<u64, FakeError> {
+        Ok(lock(&self.shared.robot).seed(server)?)
+    }
+
+    /// Removes a dedicated server at once (cancelled and gone from `GET /robot/server`).
+    pub fn delete_robot_server(&self, number: u64) -> Result<(), FakeError> {
+        Ok(lock(&self.shared.robot).delete(number)?)
+    }
+
+    /// Changes a dedicated server's name and/or reset operating status at once.
+    pub fn update_robot_server(&self, number: u64, patch: &RobotServerPatch) -> Result<(), FakeError> {
+        Ok(lock(&self.shared.robot).patch(number, patch)?)
+    }
+
+    /// One dedicated server as stored.
+    pub fn robot_server(&self, number: u64) -> Option<RobotServerRecord> {
+        lock(&self.shared.robot).get(number).cloned()
+    }
+
+    /// Every dedicated server, by number.
+    pub fn robot_servers(&self) -> Vec<RobotServerRecord> {
+        lock(&self.shared.robot).list()
+    }
+
+    /// Installs a fault for the Robot part: the rule's path is relative to `/robot`
+    /// (e.g. `/server` or `/robot/server/{id}`); an `error` answers the webservice's envelope
+    /// with its status and code (e.g. 403 `RATE_LIMIT_EXCEEDED`). Returns its id.
+    pub fn inject_robot_fault(&self, mut rule: FaultRule) -> u64 {
+        if let Some(rest) = rule.path.strip_prefix("/robot") {
+            rule.path = if rest.is_empty() { "/".to_owned() } else { rest.to_owned() };
+        }
+        lock(&self.shared.robot_faults).add(rule)
+    }
+
+    /// The installed Robot faults.
+    pub fn robot_faults(&self) -> Vec<ActiveFault> {
+        lock(&self.shared.robot_faults).list()
+    }
+
+    /// Removes all Robot faults.
+    pub fn clear_robot_faults(&self) {
+        lock(&self.shared.robot_faults).clear();
+    }
+
+    pub(crate) fn take_robot_fault(&self, method: &str, path_below_robot: &str) -> Option<FaultRule> {
+        lock(&self.shared.robot_faults).take(method, path_below_robot)
+    }
+
+    /// Sets the Robot basic-auth credentials.
+    pub fn set_robot_credentials(&self, credentials: RobotCredentials) {
+        *lock(&self.shared.robot_credentials) = credentials;
+    }
+
+    /// The Robot basic-auth credentials.
+    pub fn robot_credentials(&self) -> RobotCredentials {
+        lock(&self.shared.robot_credentials).clone()
+    }
+
+    pub(crate) fn with_robot<R>(&self, f: impl FnOnce(&mut RobotState) -> R) -> R {
+        f(&mut lock(&self.shared.robot))
     }
 
     /// One action as served.

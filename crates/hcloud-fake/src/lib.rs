@@ -12,6 +12,9 @@
 //! later, `locked` resources and `conflict` on busy networks. A test-control surface ([`control`],
 //! [`FakeHandle`], HTTP under `/_fake`) seeds state, injects faults and reads counters.
 //!
+//! The same server also fakes the part of the Robot webservice (dedicated servers) the CCM
+//! uses, under `/robot` with its own wire format, basic auth and faults ([`robot`]).
+//!
 //! # How a request flows
 //!
 //! 1. **Settle**: actions whose delay has passed finish; their effects (status changes,
@@ -61,6 +64,7 @@ pub mod metrics;
 pub mod pagination;
 pub mod query;
 pub mod rate_limit;
+pub mod robot;
 mod server;
 mod state;
 mod time;

@@ -61,6 +61,11 @@ impl FakeServer {
         format!("http://{}/v1", self.addr)
     }
 
+    /// The Robot webservice endpoint, `http://127.0.0.1:PORT/robot` (use as `ROBOT_ENDPOINT`).
+    pub fn robot_url(&self) -> String {
+        format!("http://{}/robot", self.addr)
+    }
+
     /// The control endpoint, `http://127.0.0.1:PORT/_fake`.
     pub fn control_url(&self) -> String {
         format!("http://{}/_fake", self.addr)

@@ -11,11 +11,13 @@ use secrecy::ExposeSecret;
 use tracing::{info, warn};
 
 use crate::config::{CacheMode, Config};
-use crate::instances::HcloudInstances;
+use crate::instances::{HcloudInstances, RobotSupport};
 use crate::inventory::Inventory;
 use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
+use crate::robot::RobotInventory;
 use crate::routes::{HcloudRoutes, RoutesConfig};
+use hcloud_api::robot::RobotClient;
 
 /// The provider name: the providerID prefix is `hcloud://`.
 pub const PROVIDER_NAME: &str = "hcloud";
@@ -38,6 +40,9 @@ pub enum StartupError {
         #[source]
         source: hcloud_api::Error,
     },
+    /// The Robot client could not be built (bad `ROBOT_ENDPOINT`).
+    #[error("cannot build the Robot webservice client: {0}")]
+    RobotClient(#[source] hcloud_api::robot::RobotError),
     /// `HCLOUD_NETWORK` names no network of the project.
     #[error("HCLOUD_NETWORK: no network with id or name {0:?} exists in the project of HCLOUD_TOKEN")]
     NetworkNotFound(String),
@@ -89,7 +94,7 @@ impl HcloudCloud {
         }
         let metrics = hooks.metrics.unwrap_or_default();
         builder = builder.observer(metrics.observer());
-        if let Some(gate) = hooks.gate {
+        if let Some(gate) = hooks.gate.clone() {
             builder = builder.gate(gate);
         }
         let client = builder.build().map_err(StartupError::Client)?;
@@ -115,17 +120,43 @@ impl HcloudCloud {
 
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
-        let instances = Arc::new(
-            HcloudInstances::new(
-                inventory.clone(),
-                network.as_ref().map(|n| n.id),
-                config.address_family,
-                config.zone_label_enabled,
-                config.cache_max_age,
-                config.lifecycle_max_age,
-            )
-            .with_metrics(metrics.clone()),
-        );
+        let mut robot_inventory = None;
+        let mut instances = HcloudInstances::new(
+            inventory.clone(),
+            network.as_ref().map(|n| n.id),
+            config.address_family,
+            config.zone_label_enabled,
+            config.cache_max_age,
+            config.lifecycle_max_age,
+        )
+        .with_metrics(metrics.clone());
+        if let Some(robot) = &config.robot {
+            let inventory = match &robot.credentials {
+                Some((user, password)) => {
+                    let mut client = RobotClient::new(
+                        &robot.endpoint,
+                        user,
+                        secrecy::SecretString::from(password.expose_secret().to_owned()),
+                    )
+                    .map_err(StartupError::RobotClient)?
+                    .with_timeout(Duration::from_secs(15));
+                    if let Some(gate) = hooks.gate.clone() {
+                        client = client.with_gate(gate);
+                    }
+                    info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
+                        rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
+                    Some(Arc::new(RobotInventory::new(client, robot.cache_timeout, robot.rate_limit_wait)))
+                }
+                None => {
+                    info!("ROBOT_ENABLED without ROBOT_USER/ROBOT_PASSWORD: Load Balancer-only Robot mode");
+                    None
+                }
+            };
+            robot_inventory = Some(inventory.clone());
+            instances =
+                instances.with_robot(RobotSupport { inventory, forward_internal_ips: robot.forward_internal_ips });
+        }
+        let instances = Arc::new(instances);
         let routes = match &network {
             Some(n) if config.routes_enabled => {
                 info!(network = %n.name, cluster_cidrs = ?config.cluster_cidrs, "routes enabled in the private network");
@@ -140,15 +171,17 @@ impl HcloudCloud {
             _ => None,
         };
         let load_balancers = config.load_balancers_enabled.then(|| {
-            Arc::new(
-                HcloudLoadBalancers::new(
-                    client.clone(),
-                    config.load_balancers.clone(),
-                    network.as_ref().map(|n| n.id),
-                    config.load_balancers_max_age,
-                )
-                .with_metrics(metrics),
+            let lbs = HcloudLoadBalancers::new(
+                client.clone(),
+                config.load_balancers.clone(),
+                network.as_ref().map(|n| n.id),
+                config.load_balancers_max_age,
             )
+            .with_metrics(metrics);
+            Arc::new(match robot_inventory {
+                Some(inventory) => lbs.with_robot(inventory),
+                None => lbs,
+            })
         });
         if load_balancers.is_none() {
             info!("HCLOUD_LOAD_BALANCERS_ENABLED=false: Services of type LoadBalancer are not served");
@@ -228,6 +261,7 @@ impl Cloud for HcloudCloud {
     }
 
     fn initialize(&self, events: Arc<dyn EventSink>) {
+        self.instances.set_events(events.clone());
         if let Some(lb) = &self.load_balancers {
             lb.set_events(events);
         }

@@ -8,6 +8,7 @@ use secrecy::SecretString;
 
 use crate::load_balancers::LbDefaults;
 use crate::load_balancers::defaults as lb_env;
+pub use crate::robot::config::RobotConfig;
 
 /// Which ExternalIPs nodes get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +71,8 @@ pub struct Config {
     /// `HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE` (hcloud-ccm only, default 5m): how old the shared
     /// Load Balancer list may get before it is read again.
     pub load_balancers_max_age: Duration,
+    /// `ROBOT_*`: dedicated servers; `None` unless `ROBOT_ENABLED=true`.
+    pub robot: Option<RobotConfig>,
     /// Non-fatal findings worth a log line (e.g. an unusual token length).
     pub warnings: Vec<String>,
 }
@@ -90,6 +93,7 @@ impl fmt::Debug for Config {
             .field("cluster_cidrs", &self.cluster_cidrs)
             .field("load_balancers_enabled", &self.load_balancers_enabled)
             .field("load_balancers", &self.load_balancers)
+            .field("robot", &self.robot)
             .finish_non_exhaustive()
     }
 }
@@ -128,27 +132,29 @@ pub const ENV_HELP: &[(&str, &str)] = &[
         "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE",
         "Max age of cached server data for node-lifecycle checks (default 1m); deletions are always confirmed by a direct lookup.",
     ),
+    ("ROBOT_ENABLED", "true: support Robot (dedicated) servers as Nodes and Load Balancer targets. Default false."),
+    (
+        "ROBOT_USER",
+        "Robot webservice user (or ROBOT_USER_FILE); set with ROBOT_PASSWORD or neither (neither: Load Balancer-only mode).",
+    ),
+    ("ROBOT_PASSWORD", "Robot webservice password (or ROBOT_PASSWORD_FILE); never logged."),
+    ("ROBOT_CACHE_TIMEOUT", "How long the Robot server list is reused (Go duration, default 5m)."),
+    (
+        "ROBOT_RATE_LIMIT_WAIT_TIME",
+        "After a Robot rate-limit answer or HTTP 403, no Robot request for this long (Go duration, default 0).",
+    ),
+    ("ROBOT_FORWARD_INTERNAL_IPS", "Copy the kubelet's InternalIPs (--node-ip) onto Robot Nodes. Default true."),
+    ("ROBOT_ENDPOINT", "(hcloud-ccm only) Robot webservice URL (default https://robot-ws.your-server.de)."),
 ];
 
 pub use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 
 /// Variables of the official CCM that hcloud-ccm accepts but does not act on yet, with what
 /// is missing. Setting one logs a warning at start-up, so nobody relies on it unknowingly.
-pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    (
-        "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK",
-        "hcloud-ccm does not query the metadata service for the attached-network check",
-    ),
-    ("ROBOT_USER", ROBOT_MISSING),
-    ("ROBOT_USER_FILE", ROBOT_MISSING),
-    ("ROBOT_PASSWORD", ROBOT_MISSING),
-    ("ROBOT_PASSWORD_FILE", ROBOT_MISSING),
-    ("ROBOT_CACHE_TIMEOUT", ROBOT_MISSING),
-    ("ROBOT_RATE_LIMIT_WAIT_TIME", ROBOT_MISSING),
-    ("ROBOT_FORWARD_INTERNAL_IPS", ROBOT_MISSING),
-];
-
-const ROBOT_MISSING: &str = "hcloud-ccm does not support Robot (dedicated) servers yet";
+pub const NOT_ACTED_ON: &[(&str, &str)] = &[(
+    "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK",
+    "hcloud-ccm does not query the metadata service for the attached-network check",
+)];
 
 impl Config {
     /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
@@ -256,12 +262,7 @@ impl Config {
             }
         }
 
-        if boolean(&mut errors, "ROBOT_ENABLED", false) {
-            errors.push(
-                "ROBOT_ENABLED: Robot (dedicated server) support is not implemented in hcloud-ccm yet; unset it"
-                    .to_owned(),
-            );
-        }
+        let robot = crate::robot::config::from_env(&var, network.is_some() && routes_flag, &mut errors, &mut warnings);
 
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
@@ -282,6 +283,7 @@ impl Config {
             load_balancers_enabled,
             load_balancers,
             load_balancers_max_age,
+            robot,
             warnings,
         })
     }
@@ -418,11 +420,5 @@ mod tests {
             err.0,
             vec!["HCLOUD_NETWORK_ROUTES_ENABLED: \"maybe\" is not a boolean; accepted: true, false, 1, 0, t, f"]
         );
-    }
-
-    #[test]
-    fn robot_is_rejected_clearly() {
-        let err = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("ROBOT_ENABLED", "true")])).unwrap_err();
-        assert!(err.to_string().contains("Robot"), "{err}");
     }
 }

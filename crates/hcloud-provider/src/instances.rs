@@ -1,10 +1,12 @@
-//! InstancesV2 for Hetzner Cloud servers: node → server lookup through the shared
-//! inventory, and the server → node metadata mapping of the official CCM.
+//! InstancesV2 for Hetzner Cloud servers and Robot (dedicated) servers: node → server lookup
+//! through the shared inventory (cloud) or the cached Robot list, and the server → node
+//! metadata mapping of the official CCM. The Robot half lives in [`crate::robot::instances`].
 
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use cloud_provider::events::EventSink;
 use cloud_provider::{AddressType, CloudError, InstanceMetadata, InstancesV2, LookupPurpose, NodeAddress};
 use hcloud_api::ErrorCode;
 use hcloud_api::models::{NetworkId, Server, ServerStatus};
@@ -86,15 +88,38 @@ pub(crate) fn api_error(what: &str, e: hcloud_api::Error) -> CloudError {
     }
 }
 
+/// Robot support of the instances (`ROBOT_ENABLED=true`).
+#[derive(Debug, Clone)]
+pub struct RobotSupport {
+    /// The cached Robot list; `None` without credentials (Load Balancer-only mode: Robot
+    /// Nodes are recognized but cannot be looked up).
+    pub inventory: Option<Arc<crate::robot::RobotInventory>>,
+    /// `ROBOT_FORWARD_INTERNAL_IPS`.
+    pub forward_internal_ips: bool,
+}
+
+/// What a Node refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NodeRef {
+    /// A cloud server (providerID `hcloud://<id>`).
+    Cloud(Lookup),
+    /// A Robot server (`hrobot://<n>` or legacy `hcloud://bm-<n>`).
+    Robot(u64),
+    /// No providerID yet: by node name, in the cloud and (with Robot) among Robot servers.
+    Name(String),
+}
+
 /// InstancesV2 backed by the shared inventory.
 pub struct HcloudInstances {
-    inventory: Arc<Inventory>,
+    pub(crate) inventory: Arc<Inventory>,
     network: Option<NetworkId>,
-    family: AddressFamily,
+    pub(crate) family: AddressFamily,
     zone_label_enabled: bool,
-    max_age: Duration,
-    lifecycle_max_age: Duration,
+    pub(crate) max_age: Duration,
+    pub(crate) lifecycle_max_age: Duration,
     metrics: HcloudMetrics,
+    pub(crate) robot: Option<RobotSupport>,
+    pub(crate) events: OnceLock<Arc<dyn EventSink>>,
 }
 
 impl HcloudInstances {
@@ -115,31 +140,33 @@ impl HcloudInstances {
             max_age,
             lifecycle_max_age,
             metrics: HcloudMetrics::default(),
+            robot: None,
+            events: OnceLock::new(),
         }
     }
 
-    /// Counts operations in `metrics`.
-    pub fn with_metrics(mut self, metrics: HcloudMetrics) -> Self {
-        self.metrics = metrics;
+    /// Supports Robot servers too.
+    pub fn with_robot(mut self, robot: RobotSupport) -> Self {
+        self.robot = Some(robot);
         self
     }
 
-    /// How to find the node's server: by providerID, else by node name.
-    pub fn lookup_for(node: &Node) -> Result<Lookup, CloudError> {
+    /// Where events about Nodes go (`PossibleNodeDeletion`, `MisconfiguredInternalIP`); set
+    /// once, by the cloud's `initialize`. Until then they are only logged.
+    pub fn set_events(&self, events: Arc<dyn EventSink>) {
+        let _ = self.events.set(events);
+    }
+
+    /// What the node refers to.
+    pub(crate) fn node_ref(node: &Node) -> Result<NodeRef, CloudError> {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let pid = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or_default();
         if pid.is_empty() {
-            return Ok(Lookup::Name(name.to_owned()));
+            return Ok(NodeRef::Name(name.to_owned()));
         }
         match ProviderId::parse(pid) {
-            Ok(ProviderId::Cloud(id)) => Ok(Lookup::Id(id)),
-            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::failed(
-                "RobotNotSupported",
-                format!(
-                    "node {name} has providerID {pid:?}: Robot (dedicated) servers are not supported by hcloud-ccm yet; \
-                     this node is left alone"
-                ),
-            )),
+            Ok(ProviderId::Cloud(id)) => Ok(NodeRef::Cloud(Lookup::Id(id))),
+            Ok(ProviderId::Robot(n) | ProviderId::LegacyRobot(n)) => Ok(NodeRef::Robot(n)),
             Err(e @ ProviderIdError::UnknownPrefix(_)) => {
                 Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {name}: {e}")))
             }
@@ -149,7 +176,29 @@ impl HcloudInstances {
         }
     }
 
-    fn not_found(node: &Node, lookup: &Lookup) -> CloudError {
+    /// Counts operations in `metrics`.
+    pub fn with_metrics(mut self, metrics: HcloudMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// How to find the node's cloud server: by providerID, else by node name. A Robot
+    /// providerID is an error here (see [`HcloudInstances::instance_exists`] for Robot Nodes).
+    pub fn lookup_for(node: &Node) -> Result<Lookup, CloudError> {
+        match Self::node_ref(node)? {
+            NodeRef::Cloud(lookup) => Ok(lookup),
+            NodeRef::Name(name) => Ok(Lookup::Name(name)),
+            NodeRef::Robot(n) => Err(CloudError::failed(
+                "RobotProviderID",
+                format!(
+                    "node {} has providerID of Robot server {n}, not a cloud server",
+                    node.metadata.name.as_deref().unwrap_or_default()
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn not_found(node: &Node, lookup: &Lookup) -> CloudError {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         let message = match lookup {
             Lookup::Id(id) => format!(
@@ -164,8 +213,12 @@ impl HcloudInstances {
         CloudError::failed("ServerNotFound", message)
     }
 
-    async fn server(&self, node: &Node, max_age: Duration) -> Result<(Lookup, Option<Arc<Server>>), CloudError> {
-        let lookup = Self::lookup_for(node)?;
+    pub(crate) async fn server_by(
+        &self,
+        node: &Node,
+        lookup: Lookup,
+        max_age: Duration,
+    ) -> Result<(Lookup, Option<Arc<Server>>), CloudError> {
         let what = format!("looking up the server of node {}", node.metadata.name.as_deref().unwrap_or_default());
         let server = self.inventory.get(&lookup, max_age).await.map_err(|e| api_error(&what, e))?;
         Ok((lookup, server))
@@ -192,7 +245,14 @@ impl InstancesV2 for HcloudInstances {
     /// `false` only when a direct lookup confirms the server is gone; any doubt is an error.
     async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
         self.metrics.operation("hcloud/instancesv2.InstanceExists");
-        let lookup = Self::lookup_for(node)?;
+        let lookup = match Self::node_ref(node)? {
+            NodeRef::Cloud(lookup) => lookup,
+            NodeRef::Robot(n) => return self.robot_exists(node, n).await,
+            NodeRef::Name(name) => match self.robot_by_name(node, &name, self.lifecycle_max_age).await? {
+                Some(_) => return Ok(true),
+                None => Lookup::Name(name),
+            },
+        };
         let what =
             format!("checking whether the server of node {} exists", node.metadata.name.as_deref().unwrap_or_default());
         let exists = self.inventory.exists(&lookup, self.lifecycle_max_age).await.map_err(|e| api_error(&what, e))?;
@@ -202,14 +262,30 @@ impl InstancesV2 for HcloudInstances {
 
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
         self.metrics.operation("hcloud/instancesv2.InstanceShutdown");
-        let (lookup, server) = self.server(node, self.lifecycle_max_age).await?;
+        let lookup = match Self::node_ref(node)? {
+            NodeRef::Cloud(lookup) => lookup,
+            NodeRef::Robot(n) => return self.robot_shutdown(node, n).await,
+            NodeRef::Name(name) => match self.robot_by_name(node, &name, self.lifecycle_max_age).await? {
+                Some(s) => return self.robot_shutdown(node, s.server_number).await,
+                None => Lookup::Name(name),
+            },
+        };
+        let (lookup, server) = self.server_by(node, lookup, self.lifecycle_max_age).await?;
         let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
         Ok(server.status == ServerStatus::Off)
     }
 
     async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
         self.metrics.operation("hcloud/instancesv2.InstanceMetadata");
-        let (lookup, server) = self.server(node, self.max_age).await?;
+        let lookup = match Self::node_ref(node)? {
+            NodeRef::Cloud(lookup) => lookup,
+            NodeRef::Robot(n) => return self.robot_metadata(node, n).await.map(Some),
+            NodeRef::Name(name) => match self.robot_by_name(node, &name, self.max_age).await? {
+                Some(s) => return Ok(Some(self.robot_metadata_for(node, &s))),
+                None => Lookup::Name(name),
+            },
+        };
+        let (lookup, server) = self.server_by(node, lookup, self.max_age).await?;
         let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
         Ok(Some(self.metadata_for(&server)))
     }
@@ -329,9 +405,10 @@ mod tests {
             Some(k8s_openapi::api::core::v1::NodeSpec { provider_id: Some("hcloud://5".into()), ..Default::default() });
         assert_eq!(HcloudInstances::lookup_for(&n).expect("by id"), Lookup::Id(hcloud_api::models::ServerId(5)));
         n.spec.as_mut().expect("spec").provider_id = Some("hrobot://5".into());
-        let e = HcloudInstances::lookup_for(&n).unwrap_err();
-        assert_eq!(e.reason(), "RobotNotSupported");
-        assert!(e.to_string().contains("not supported"), "{e}");
+        assert_eq!(HcloudInstances::node_ref(&n).expect("robot"), NodeRef::Robot(5));
+        assert_eq!(HcloudInstances::lookup_for(&n).unwrap_err().reason(), "RobotProviderID");
+        n.spec.as_mut().expect("spec").provider_id = Some("hcloud://bm-7".into());
+        assert_eq!(HcloudInstances::node_ref(&n).expect("legacy robot"), NodeRef::Robot(7));
         n.spec.as_mut().expect("spec").provider_id = Some("aws://x".into());
         assert_eq!(HcloudInstances::lookup_for(&n).unwrap_err().reason(), "UnknownProviderIDPrefix");
         n.spec.as_mut().expect("spec").provider_id = Some("hcloud://abc".into());

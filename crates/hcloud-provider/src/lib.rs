@@ -19,6 +19,10 @@
 //!     none when nothing changed) → one shared LB list, write-through; batched action waits
 //! ```
 //!
+//! Robot (dedicated) servers (`ROBOT_ENABLED`): providerIDs `hrobot://<number>`; lookups go
+//! through [`robot::RobotInventory`] (one cached `GET /server` per `ROBOT_CACHE_TIMEOUT`, a
+//! rate-limit circuit breaker), metadata through the pure [`robot::metadata`] mapping.
+//!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
 
 pub mod cloud;
@@ -28,6 +32,7 @@ pub mod inventory;
 pub mod load_balancers;
 pub mod metrics;
 pub mod provider_id;
+pub mod robot;
 pub mod routes;
 
 pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
@@ -37,4 +42,5 @@ pub use inventory::{Inventory, Lookup};
 pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
+pub use robot::RobotInventory;
 pub use routes::{HcloudRoutes, RoutesConfig};

@@ -262,7 +262,8 @@ async fn metadata_shutdown_and_clear_errors() {
     assert_eq!(err.reason(), "ServerNotFound");
     assert!(err.to_string().contains("no server named \"nope\""), "{err}");
     let err = i.instance_metadata(&node("r", Some("hrobot://1"))).await.expect_err("robot");
-    assert_eq!(err.reason(), "RobotNotSupported");
+    assert_eq!(err.reason(), "RobotClientMissing", "Robot off: an error, never an absence");
+    assert!(err.to_string().contains("ROBOT_ENABLED"), "{err}");
 
     // Prefetch for the lifecycle uses the lifecycle max age.
     i.prefetch(&[Arc::new(node("m1", None))], LookupPurpose::Lifecycle).await;

@@ -17,6 +17,11 @@ const AFTER_HELP: &str = r#"API:
   load_balancers, certificates, primary_ips, actions, locations, server_types,
   load_balancer_types; /datacenters answers 410 Gone). Requires
   "Authorization: Bearer <token>"; rate limited; one log line per request.
+  http://ADDR/robot/...  Robot webservice subset (dedicated servers; use as
+  ROBOT_ENDPOINT): GET /robot/server, /robot/server/{number}, /robot/reset/{number}.
+  HTTP basic auth (--robot-user/--robot-password); answers wrapped like
+  [{"server": {...}}]; errors {"error": {"status", "code", "message"}} with
+  SERVER_NOT_FOUND (404), UNAUTHORIZED (401), RATE_LIMIT_EXCEEDED (403, injected).
 
 CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
   GET    /_fake/state                snapshot of all resources and actions
@@ -77,6 +82,20 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
                                      log endpoints to one client's requests
   DELETE /_fake/requests             reset counters and log
   POST   /_fake/reset                back to the start configuration (the seed is gone)
+  GET    /_fake/robot/servers        the dedicated servers as stored
+  POST   /_fake/robot/servers        body: {"name", "number"?, "product"?, "dc"?, "ipv4"?,
+                                     "no_ipv4"?, "ipv6_net"?, "operating_status"?}
+                                     -> {"number"} (numbers from 100001, IPv4s from
+                                     198.19.0.0/16, "running" by default)
+  PATCH  /_fake/robot/servers/{number}
+                                     body: {"name"?, "operating_status"?}
+  DELETE /_fake/robot/servers/{number}
+                                     remove a dedicated server instantly
+  GET|POST|DELETE /_fake/robot/faults
+                                     as /_fake/faults, for /robot; paths relative to
+                                     /robot, e.g. {"path": "/server", "times": 0,
+                                     "error": {"status": 403, "code": "RATE_LIMIT_EXCEEDED"}}
+  PUT    /_fake/robot/credentials    body: {"user", "password"}
 
 SEED FILE (--seed FILE, JSON; see examples/seed.json):
   {
@@ -96,6 +115,7 @@ SEED FILE (--seed FILE, JSON; see examples/seed.json):
       "networks": ["k8s"]
     }],
     "certificates": [{"name": "web", "type": "uploaded", "domain_names": ["a.example"]}],
+    "robot_servers": [{"name": "bm-1", "product": "AX41-NVMe", "dc": "FSN1-DC14"}],
     "load_balancers": [{
       "name": "lb-1", "load_balancer_type": "lb11", "location": "fsn1",
       "network": "k8s",
@@ -151,6 +171,14 @@ struct Args {
     /// Reject this bearer token with 401 (repeatable: a deny-list).
     #[arg(long = "deny-token", value_name = "TOKEN")]
     deny_tokens: Vec<String>,
+
+    /// Basic-auth user of the Robot part (/robot).
+    #[arg(long, default_value = "robot", value_name = "USER")]
+    robot_user: String,
+
+    /// Basic-auth password of the Robot part (/robot).
+    #[arg(long, default_value = "robot-password", value_name = "PASSWORD")]
+    robot_password: String,
 
     /// Do not log one line per request.
     #[arg(long)]
@@ -215,6 +243,10 @@ async fn main() -> anyhow::Result<()> {
         },
         token_policy,
         log_requests: !args.quiet,
+        robot_credentials: hcloud_fake::robot::RobotCredentials {
+            user: args.robot_user.clone(),
+            password: args.robot_password.clone(),
+        },
     };
     let handle = FakeHandle::new(config);
     if let Some(path) = &args.seed {
@@ -227,15 +259,17 @@ async fn main() -> anyhow::Result<()> {
             servers = created.servers.len(),
             certificates = created.certificates.len(),
             load_balancers = created.load_balancers.len(),
+            robot_servers = created.robot_servers.len(),
             "seeded from {}",
             path.display()
         );
     }
     let server = FakeServer::serve(args.listen, handle).await.with_context(|| format!("binding {}", args.listen))?;
     println!(
-        "hcloud-fake listening on {} (API: {}, control: {})",
+        "hcloud-fake listening on {} (API: {}, Robot: {}, control: {})",
         server.addr(),
         server.base_url(),
+        server.robot_url(),
         server.control_url()
     );
     server.run_until(shutdown_signal()).await;

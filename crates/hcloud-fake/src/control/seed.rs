@@ -430,6 +430,9 @@ pub struct Seed {
     /// Load balancers.
     #[serde(default)]
     pub load_balancers: Vec<SeedLoadBalancer>,
+    /// Dedicated (Robot) servers, served under `/robot`.
+    #[serde(default)]
+    pub robot_servers: Vec<crate::robot::SeedRobotServer>,
 }
 
 /// Ids created by a [`Seed`], in seed order (batches appended to `servers`).
@@ -443,4 +446,7 @@ pub struct SeedResult {
     pub certificates: Vec<u64>,
     /// Load balancer ids.
     pub load_balancers: Vec<u64>,
+    /// Robot server numbers (left out when none were seeded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub robot_servers: Vec<u64>,
 }

@@ -72,6 +72,10 @@ pub(crate) fn routes() -> Router<FakeHandle> {
         .route("/seed/certificates", post(seed_certificate))
         .route("/servers/{id}", delete(delete_server).patch(patch_server))
         .route("/load_balancers/{id}/target_health", put(set_target_health))
+        .route("/robot/servers", get(robot_servers).post(seed_robot_server))
+        .route("/robot/servers/{number}", delete(delete_robot_server).patch(patch_robot_server))
+        .route("/robot/faults", get(list_robot_faults).post(add_robot_fault).delete(clear_robot_faults))
+        .route("/robot/credentials", put(set_robot_credentials))
         .route("/faults", get(list_faults).post(add_fault).delete(clear_faults))
         .route("/locks", post(lock))
         .route("/locks/{kind}/{id}", delete(unlock))
@@ -147,6 +151,53 @@ async fn set_target_health(
 ) -> Result<Response, FakeError> {
     h.set_target_health(parse_id(&id)?, &body)?;
     Ok(no_content())
+}
+
+async fn robot_servers(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.robot_servers())
+}
+
+async fn seed_robot_server(
+    State(h): State<FakeHandle>,
+    ApiJson(body): ApiJson<crate::robot::SeedRobotServer>,
+) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, json!({"number": h.seed_robot_server(&body)?})))
+}
+
+async fn delete_robot_server(State(h): State<FakeHandle>, Path(n): Path<String>) -> Result<Response, FakeError> {
+    h.delete_robot_server(parse_id(&n)?)?;
+    Ok(no_content())
+}
+
+async fn patch_robot_server(
+    State(h): State<FakeHandle>,
+    Path(n): Path<String>,
+    ApiJson(body): ApiJson<crate::robot::RobotServerPatch>,
+) -> Result<Response, FakeError> {
+    h.update_robot_server(parse_id(&n)?, &body)?;
+    Ok(no_content())
+}
+
+async fn list_robot_faults(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.robot_faults())
+}
+
+async fn add_robot_fault(State(h): State<FakeHandle>, ApiJson(rule): ApiJson<FaultRule>) -> Result<Response, ApiError> {
+    rule.validate()?;
+    Ok(json(StatusCode::CREATED, json!({"id": h.inject_robot_fault(rule)})))
+}
+
+async fn clear_robot_faults(State(h): State<FakeHandle>) -> Response {
+    h.clear_robot_faults();
+    no_content()
+}
+
+async fn set_robot_credentials(
+    State(h): State<FakeHandle>,
+    ApiJson(body): ApiJson<crate::robot::RobotCredentials>,
+) -> Response {
+    h.set_robot_credentials(body);
+    no_content()
 }
 
 async fn list_faults(State(h): State<FakeHandle>) -> Response {

@@ -1,4 +1,5 @@
-//! HTTP layer: routing of `/v1` (the Hetzner API subset) and `/_fake` (control), the
+//! HTTP layer: routing of `/v1` (the Hetzner API subset), `/robot` (the Robot webservice
+//! subset, see [`crate::robot`]) and `/_fake` (control), the
 //! request pipeline middleware, and JSON extraction.
 
 mod actions;
@@ -13,6 +14,7 @@ mod networks;
 pub(crate) mod pipeline;
 mod primary_ips;
 mod respond;
+mod robot;
 mod servers;
 
 use axum::Router;
@@ -108,6 +110,7 @@ impl FakeHandle {
 pub fn router(handle: FakeHandle) -> Router {
     Router::new()
         .nest("/v1", v1_routes())
+        .nest("/robot", robot::routes(handle.clone()))
         .nest("/_fake", control::routes().fallback(not_found).method_not_allowed_fallback(method_not_allowed))
         .fallback(not_found)
         .layer(from_fn_with_state(handle.clone(), pipeline::pipeline))

@@ -7,5 +7,6 @@ mod faults;
 mod load_balancers;
 mod networks;
 mod pipeline;
+mod robot;
 mod servers;
 mod today;

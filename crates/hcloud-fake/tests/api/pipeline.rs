@@ -243,4 +243,6 @@ async fn example_seed_file_applies() {
     assert_eq!(lb.targets[0].targets.as_ref().unwrap().len(), 3, "the three workers");
     let r = fx.get("/servers?label_selector=role%3Dworker").await;
     assert_eq!(r.body["meta"]["pagination"]["total_entries"], 3);
+    assert_eq!(created.robot_servers.len(), 1);
+    assert_eq!(fx.h.robot_server(created.robot_servers[0]).map(|s| s.name), Some("bm-1".to_owned()));
 }

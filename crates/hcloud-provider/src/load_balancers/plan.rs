@@ -22,7 +22,7 @@ use hcloud_api::models::{
 use super::annotations::{self as a, Invalid, LABEL_SERVICE_UID};
 use super::services::{DesiredService, apply_update};
 use super::spec::{LbSpec, Placement};
-use super::targets::ServerTarget;
+use super::targets::{ServerTarget, TargetRef};
 
 /// One API operation on an existing Load Balancer.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,7 +215,9 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
         }
     }
 
-    let wanted_server = |id, upi| want.targets.iter().any(|t| t.id == id) && upi == spec.use_private_ip;
+    let wanted_server =
+        |id, upi| want.targets.iter().any(|t| t.target == TargetRef::Server(id)) && upi == spec.use_private_ip;
+    let wanted_ip = |ip| want.targets.iter().any(|t| t.target == TargetRef::Ip(ip));
     let mut count = model.targets.len();
     for t in &model.targets {
         let remove = match t.kind {
@@ -225,9 +227,9 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
                 }
                 _ => None,
             },
-            // Robot (IP) targets are not supported: like the official CCM with Robot off, all
-            // IP targets are removed. Label-selector targets are left alone.
-            TargetKind::Ip => t.ip.as_ref().map(|ip| TargetSpec::Ip(ip.ip)),
+            // IP targets are the Robot Nodes' (official CCM): every other one is removed (all of
+            // them with Robot off). Label-selector targets are left alone.
+            TargetKind::Ip => t.ip.as_ref().filter(|ip| !wanted_ip(ip.ip)).map(|ip| TargetSpec::Ip(ip.ip)),
             _ => None,
         };
         if let Some(r) = remove {
@@ -241,10 +243,13 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
     });
     let mut max_targets_reached = Vec::new();
     for t in want.targets {
-        let present = model.targets.iter().any(|have| {
-            have.kind == TargetKind::Server
-                && have.server.is_some_and(|s| s.id == t.id)
-                && have.use_private_ip == spec.use_private_ip
+        let present = model.targets.iter().any(|have| match t.target {
+            TargetRef::Server(id) => {
+                have.kind == TargetKind::Server
+                    && have.server.is_some_and(|s| s.id == id)
+                    && have.use_private_ip == spec.use_private_ip
+            }
+            TargetRef::Ip(ip) => have.kind == TargetKind::Ip && have.ip.as_ref().is_some_and(|have| have.ip == ip),
         });
         if present {
             continue;
@@ -253,13 +258,18 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
             max_targets_reached.push(t.clone());
             continue;
         }
-        ops.push(LbOp::AddTarget {
-            target: TargetSpec::Server { id: t.id, use_private_ip: spec.use_private_ip },
-            node: t.node.clone(),
-        });
+        ops.push(LbOp::AddTarget { target: target_spec(t.target, spec.use_private_ip), node: t.node.clone() });
         count += 1;
     }
     Plan { ops, max_targets_reached }
+}
+
+/// The request form of a wanted target (`use_private_ip` applies to server targets only).
+fn target_spec(target: TargetRef, use_private_ip: bool) -> TargetSpec {
+    match target {
+        TargetRef::Server(id) => TargetSpec::Server { id, use_private_ip },
+        TargetRef::Ip(ip) => TargetSpec::Ip(ip),
+    }
 }
 
 /// The `POST /load_balancers` request that creates `want` in one request: services, targets
@@ -294,7 +304,7 @@ pub fn plan_create(
             if targets.len() >= max_targets(lb_type) {
                 max_targets_reached.push(t.clone());
             } else {
-                targets.push(TargetSpec::Server { id: t.id, use_private_ip: spec.use_private_ip });
+                targets.push(target_spec(t.target, spec.use_private_ip));
             }
         }
     }

@@ -53,6 +53,8 @@ struct Case {
     defaults: LbDefaults,
     network: Option<NetworkId>,
     nodes: Vec<(i64, &'static str)>,
+    /// Robot Nodes: (IP, node name).
+    robot_nodes: Vec<(&'static str, &'static str)>,
     certs: Vec<CertificateId>,
     lb_type: Option<LoadBalancerType>,
 }
@@ -65,6 +67,7 @@ impl Default for Case {
             defaults: LbDefaults::default(),
             network: None,
             nodes: Vec::new(),
+            robot_nodes: Vec::new(),
             certs: Vec::new(),
             lb_type: None,
         }
@@ -84,10 +87,15 @@ impl Case {
         self.nodes
             .iter()
             .map(|(id, n)| ServerTarget {
-                id: ServerId(*id),
+                target: TargetRef::Server(ServerId(*id)),
                 node: (*n).into(),
                 object: EventObject { kind: "Node", api_version: "v1", namespace: None, name: (*n).into(), uid: None },
             })
+            .chain(self.robot_nodes.iter().map(|(ip, n)| ServerTarget {
+                target: TargetRef::Ip(ip.parse().expect("ip")),
+                node: (*n).into(),
+                object: EventObject { kind: "Node", api_version: "v1", namespace: None, name: (*n).into(), uid: None },
+            }))
             .collect()
     }
 
@@ -331,6 +339,41 @@ fn remove_unused_k8s_nodes_from_hc_load_balancer() {
             LbOp::RemoveTarget(TargetSpec::Ip("203.0.113.9".parse().expect("ip"))),
         ],
         "foreign IP targets go (Robot is off), label-selector targets stay"
+    );
+}
+
+/// Official ReconcileHCLBTargets with Robot: Robot Nodes are IP targets; an IP target of a
+/// Robot Node stays, a missing one is added, any other IP target goes, and server targets are
+/// unaffected (private IPs apply to server targets only).
+#[test]
+fn robot_nodes_are_ip_targets() {
+    let lb = observed(json!({
+        "services": [tcp_service(80, 30080)],
+        "targets": [server_target(1, false), {"type": "ip", "ip": {"ip": "198.19.0.1"}},
+                    {"type": "ip", "ip": {"ip": "203.0.113.9"}}]
+    }));
+    let c = Case {
+        nodes: vec![(1, "n1")],
+        robot_nodes: vec![("198.19.0.1", "bm-1"), ("198.19.0.2", "bm-2")],
+        annotations: vec![("load-balancer.hetzner.cloud/location", "fsn1")],
+        ..Default::default()
+    };
+    assert_eq!(
+        c.converge(&lb),
+        vec![
+            LbOp::RemoveTarget(TargetSpec::Ip("203.0.113.9".parse().expect("ip"))),
+            LbOp::AddTarget { target: TargetSpec::Ip("198.19.0.2".parse().expect("ip")), node: "bm-2".into() },
+        ]
+    );
+    let (req, full) = c.create(&lb_type("lb11", 25)).expect("create");
+    assert!(full.is_empty());
+    assert_eq!(
+        req.targets,
+        vec![
+            TargetSpec::Server { id: ServerId(1), use_private_ip: false },
+            TargetSpec::Ip("198.19.0.1".parse().expect("ip")),
+            TargetSpec::Ip("198.19.0.2".parse().expect("ip")),
+        ]
     );
 }
 

@@ -19,10 +19,13 @@ use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
 use super::services::desired_services;
 use super::spec::{InvalidService, LbSpec, StatusSpec, service_key};
 use super::status::status;
-use super::targets::{ServerTarget, desired_targets};
+use super::targets::{RobotTargets, ServerTarget, desired_targets};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
 use crate::instances::api_error;
 use crate::metrics::HcloudMetrics;
+use crate::provider_id::ProviderId;
+use crate::robot::RobotInventory;
+use crate::robot::instances::robot_error;
 
 /// The reason of errors caused by the Service's own configuration.
 const INVALID: &str = "InvalidLoadBalancerConfiguration";
@@ -44,6 +47,8 @@ pub struct HcloudLoadBalancers {
     events: Arc<Mutex<Arc<dyn EventSink>>>,
     metrics: HcloudMetrics,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// With `ROBOT_ENABLED`: the Robot list (`None` without credentials).
+    robot: Option<Option<Arc<RobotInventory>>>,
 }
 
 enum Mode {
@@ -108,7 +113,15 @@ impl HcloudLoadBalancers {
             events,
             metrics: HcloudMetrics::default(),
             locks: Mutex::default(),
+            robot: None,
         }
+    }
+
+    /// Robot Nodes become IP targets (`ROBOT_ENABLED`); `inventory` is `None` without
+    /// credentials (then only their InternalIPs can be used).
+    pub fn with_robot(mut self, inventory: Option<Arc<RobotInventory>>) -> Self {
+        self.robot = Some(inventory);
+        self
     }
 
     /// Counts operations in `metrics`.
@@ -166,6 +179,31 @@ impl HcloudLoadBalancers {
         result
     }
 
+    /// Robot server number → public IPv4, from the cached Robot list, if any Node is a Robot
+    /// Node and Robot has credentials. A Robot failure fails the sync: the Load Balancer stays
+    /// as it is rather than losing its Robot targets.
+    async fn robot_ips(
+        &self,
+        nodes: &[Node],
+        service: &str,
+    ) -> Result<Option<HashMap<u64, Option<std::net::Ipv4Addr>>>, CloudError> {
+        let Some(Some(inventory)) = &self.robot else {
+            return Ok(None);
+        };
+        let is_robot = |n: &Node| {
+            let pid = n.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or_default();
+            matches!(ProviderId::parse(pid), Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)))
+        };
+        if !nodes.iter().any(is_robot) {
+            return Ok(Some(HashMap::new()));
+        }
+        let list = inventory
+            .servers()
+            .await
+            .map_err(|e| robot_error(&format!("Service {service}: reading the Robot server list"), e))?;
+        Ok(Some(list.iter().map(|s| (s.server_number, s.server_ip)).collect()))
+    }
+
     async fn reconcile_locked(
         &self,
         svc: &Service,
@@ -186,7 +224,13 @@ impl HcloudLoadBalancers {
                 ),
             ));
         }
-        let (targets, node_events) = desired_targets(nodes, &spec.node_selector, service);
+        let robot_ips = self.robot_ips(nodes, service).await?;
+        let robot = self.robot.as_ref().map(|_| RobotTargets {
+            public_ips: robot_ips.as_ref(),
+            use_private_ip: spec.use_private_ip,
+            service: &owner,
+        });
+        let (targets, node_events) = desired_targets(nodes, &spec.node_selector, service, robot.as_ref());
         for e in node_events {
             self.publish(e);
         }

@@ -1,0 +1,170 @@
+//! A client for the part of the Hetzner Robot webservice (dedicated servers) the CCM uses:
+//! `GET /server`, `GET /server/{number}` and `GET /reset/{number}`.
+//!
+//! ```text
+//!  caller ──► RobotClient::servers / server / reset
+//!                │ gate (e.g. leader-election fence) ── refused ──► RobotError::NotSent
+//!                ▼
+//!            one HTTP exchange: basic auth (user + password; the password is a SecretString,
+//!            never in Debug output, logs or errors), per-request timeout (15 s)
+//!                ▼
+//!            2xx: `[{"server": {...}}]` / `{"server": {...}}` / `{"reset": {...}}` decoded
+//!            else: RobotError::Api { status, code (SERVER_NOT_FOUND, RATE_LIMIT_EXCEEDED,
+//!                  UNAUTHORIZED, ...), message } from `{"error": {...}}`
+//! ```
+//!
+//! There are no retries: the webservice's budget is small (a few hundred requests per hour),
+//! so callers cache and back off (see hcloud-provider's Robot inventory).
+
+mod error;
+mod models;
+
+use std::fmt;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::de::DeserializeOwned;
+
+pub use error::{RobotError, RobotErrorCode};
+pub use models::{RobotReset, RobotServer};
+
+use crate::observe::RequestGate;
+
+/// The Robot webservice's address.
+pub const DEFAULT_ROBOT_ENDPOINT: &str = "https://robot-ws.your-server.de";
+
+/// A Robot webservice client. Cheap to clone.
+#[derive(Clone)]
+pub struct RobotClient {
+    http: reqwest::Client,
+    endpoint: String,
+    user: String,
+    password: SecretString,
+    timeout: Duration,
+    gate: Option<RequestGate>,
+}
+
+impl fmt::Debug for RobotClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RobotClient")
+            .field("endpoint", &self.endpoint)
+            .field("user", &self.user)
+            .field("password", &"[redacted]")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RobotClient {
+    /// A client for `endpoint` (e.g. [`DEFAULT_ROBOT_ENDPOINT`]) with basic-auth credentials.
+    pub fn new(endpoint: &str, user: &str, password: SecretString) -> Result<RobotClient, RobotError> {
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(RobotError::InvalidArgument(format!("endpoint {endpoint:?} is not an http(s) URL")));
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("hcloud-ccm/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| RobotError::InvalidArgument(format!("cannot build the HTTP client: {e}")))?;
+        Ok(RobotClient {
+            http,
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            user: user.to_owned(),
+            password,
+            timeout: crate::DEFAULT_TIMEOUT,
+            gate: None,
+        })
+    }
+
+    /// Sets the per-request timeout (default 15 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Consults `gate` before every request; a refusal keeps the request from being sent.
+    pub fn with_gate(mut self, gate: RequestGate) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Every server of the account (`GET /server`; the webservice answers an account without
+    /// servers with `SERVER_NOT_FOUND`, which is an empty list here).
+    pub async fn servers(&self) -> Result<Vec<RobotServer>, RobotError> {
+        match self.get::<Vec<models::ServerWrap>>("/server").await {
+            Ok(list) => Ok(list.into_iter().map(|w| w.server).collect()),
+            Err(e) if e.is_server_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One server (`GET /server/{number}`); `None` on `SERVER_NOT_FOUND`.
+    pub async fn server(&self, number: u64) -> Result<Option<RobotServer>, RobotError> {
+        match self.get::<models::ServerWrap>(&format!("/server/{number}")).await {
+            Ok(w) => Ok(Some(w.server)),
+            Err(e) if e.is_server_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The reset state of a server (`GET /reset/{number}`), never cached.
+    pub async fn reset(&self, number: u64) -> Result<RobotReset, RobotError> {
+        Ok(self.get::<models::ResetWrap>(&format!("/reset/{number}")).await?.reset)
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, RobotError> {
+        let request = format!("GET {path}");
+        if let Some(gate) = &self.gate {
+            gate().map_err(|why| RobotError::NotSent(format!("{request} not sent: {why}")))?;
+        }
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.endpoint))
+            .basic_auth(&self.user, Some(self.password.expose_secret()))
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(|source| RobotError::Transport { request: request.clone(), source: source.without_url() })?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|source| RobotError::Transport { request: request.clone(), source: source.without_url() })?;
+        tracing::debug!(target: "robot_api", %request, status, bytes = body.len(), "Robot webservice request");
+        if (200..300).contains(&status) {
+            return serde_json::from_slice(&body).map_err(|e| RobotError::Decode { request, message: e.to_string() });
+        }
+        Err(match serde_json::from_slice::<models::ErrorWrap>(&body) {
+            Ok(w) => RobotError::Api {
+                status: if w.error.status == 0 { status } else { w.error.status },
+                code: RobotErrorCode::parse(&w.error.code),
+                message: w.error.message,
+                request,
+            },
+            Err(_) => RobotError::Api {
+                status,
+                code: RobotErrorCode::Other(String::new()),
+                message: format!("HTTP {status} without an error envelope"),
+                request,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_is_not_in_debug_output() {
+        let c = RobotClient::new("http://127.0.0.1:9", "user", SecretString::from("hunter2-secret")).expect("client");
+        let d = format!("{c:?}");
+        assert!(!d.contains("hunter2-secret") && d.contains("user"), "{d}");
+        assert!(RobotClient::new("ftp://x", "u", SecretString::from("p")).is_err());
+    }
+}

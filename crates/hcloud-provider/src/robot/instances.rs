@@ -1,0 +1,193 @@
+//! The Robot half of [`HcloudInstances`]: existence (confirmed absences only), shutdown through
+//! the reset endpoint, metadata, the lookup by name across cloud and Robot, and the CAPH guard.
+
+use std::sync::Arc;
+
+use cloud_provider::events::{EventObject, ProviderEvent};
+use cloud_provider::{CloudError, InstanceMetadata, NodeAddress};
+use hcloud_api::robot::{RobotError, RobotErrorCode, RobotServer};
+use k8s_openapi::api::core::v1::Node;
+use tracing::warn;
+
+use super::RobotInventory;
+use super::metadata;
+use crate::instances::{HcloudInstances, LABEL_PROVIDED_BY};
+use crate::inventory::Lookup;
+use crate::provider_id::ProviderId;
+
+/// Maps a Robot error to a provider error; rate limits, open circuits, 5xx and transport
+/// failures are transient (nothing is deleted because of them).
+pub(crate) fn robot_error(what: &str, e: RobotError) -> CloudError {
+    let reason = if e.is_rate_limit() {
+        "RobotRateLimitExceeded"
+    } else if e.code() == Some(&RobotErrorCode::Unauthorized) {
+        "RobotUnauthorized"
+    } else if e.is_transient() {
+        "RobotAPIUnavailable"
+    } else {
+        "RobotAPIError"
+    };
+    let hint = if reason == "RobotUnauthorized" { "; check ROBOT_USER and ROBOT_PASSWORD" } else { "" };
+    CloudError::Failed {
+        reason: reason.into(),
+        message: format!("{what}: {e}{hint}"),
+        transient: e.is_transient(),
+        source: Some(Box::new(e)),
+    }
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
+}
+
+impl HcloudInstances {
+    fn robot_inventory(&self, node: &Node, number: u64) -> Result<&Arc<RobotInventory>, CloudError> {
+        match &self.robot {
+            Some(r) => r.inventory.as_ref().ok_or_else(|| {
+                CloudError::failed(
+                    "RobotClientMissing",
+                    format!(
+                        "node {}: Robot server {number}: no robot client configured (ROBOT_ENABLED=true without \
+                         ROBOT_USER/ROBOT_PASSWORD is Load Balancer-only mode); the node is left alone",
+                        node_name(node)
+                    ),
+                )
+            }),
+            None => Err(CloudError::failed(
+                "RobotClientMissing",
+                format!(
+                    "node {} has the providerID of Robot server {number} but Robot support is off (ROBOT_ENABLED); \
+                     the node is left alone",
+                    node_name(node)
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn publish(&self, event: ProviderEvent) {
+        match self.events.get() {
+            Some(sink) => sink.publish(event),
+            None => warn!(object = %event.object.name, reason = %event.reason, "{}", event.message),
+        }
+    }
+
+    /// The CAPH guard: Robot server numbers are reused across accounts and clusters, so a
+    /// server whose name is not the Node's is not the Node's server.
+    fn guard(&self, node: &Node, server: RobotServer) -> Option<RobotServer> {
+        if server.server_name == node_name(node) {
+            return Some(server);
+        }
+        self.publish(ProviderEvent::warning(
+            EventObject::node(node),
+            "PossibleNodeDeletion",
+            format!(
+                "Robot server {} is named {:?}, not {:?}: it is treated as not this Node's server (server numbers \
+                 are reused); the Node may be deleted",
+                server.server_number,
+                server.server_name,
+                node_name(node)
+            ),
+        ));
+        None
+    }
+
+    /// Whether the Node's Robot server exists: `false` only when `GET /server/{n}` confirms it
+    /// is gone (or the CAPH guard says it is someone else's); errors are errors.
+    pub(crate) async fn robot_exists(&self, node: &Node, number: u64) -> Result<bool, CloudError> {
+        let inv = self.robot_inventory(node, number)?;
+        let what = format!("checking whether Robot server {number} of node {} exists", node_name(node));
+        let found = match inv.by_number(number).await.map_err(|e| robot_error(&what, e))? {
+            Some(s) => Some(s),
+            None => inv.fetch(number).await.map_err(|e| robot_error(&what, e))?,
+        };
+        Ok(found.and_then(|s| self.guard(node, s)).is_some())
+    }
+
+    async fn robot_server(&self, node: &Node, number: u64) -> Result<RobotServer, CloudError> {
+        let inv = self.robot_inventory(node, number)?;
+        let what = format!("looking up Robot server {number} of node {}", node_name(node));
+        inv.by_number(number).await.map_err(|e| robot_error(&what, e))?.and_then(|s| self.guard(node, s)).ok_or_else(
+            || {
+                CloudError::failed(
+                    "ServerNotFound",
+                    format!("node {}: no Robot server {number} with this name exists in the account", node_name(node)),
+                )
+            },
+        )
+    }
+
+    /// Whether the Robot server is shut off (`GET /reset/{n}`, never cached; "not supported"
+    /// counts as running).
+    pub(crate) async fn robot_shutdown(&self, node: &Node, number: u64) -> Result<bool, CloudError> {
+        self.robot_server(node, number).await?;
+        let inv = self.robot_inventory(node, number)?;
+        match inv.reset(number).await {
+            Ok(reset) => Ok(reset.is_shut_off()),
+            Err(e) if e.code() == Some(&RobotErrorCode::ResetNotAvailable) => Ok(false),
+            Err(e) => Err(robot_error(&format!("reading the reset state of Robot server {number}"), e)),
+        }
+    }
+
+    /// Metadata of the Node's Robot server.
+    pub(crate) async fn robot_metadata(&self, node: &Node, number: u64) -> Result<InstanceMetadata, CloudError> {
+        let server = self.robot_server(node, number).await?;
+        Ok(self.robot_metadata_for(node, &server))
+    }
+
+    /// The metadata mapping (pure apart from `MisconfiguredInternalIP` events).
+    pub(crate) fn robot_metadata_for(&self, node: &Node, server: &RobotServer) -> InstanceMetadata {
+        let forward = self.robot.as_ref().is_some_and(|r| r.forward_internal_ips);
+        let existing: Vec<NodeAddress> = node
+            .status
+            .as_ref()
+            .and_then(|s| s.addresses.as_ref())
+            .map(|a| a.iter().map(NodeAddress::from).collect())
+            .unwrap_or_default();
+        let (addresses, skipped) = metadata::node_addresses(server, self.family, forward, &existing);
+        for s in skipped {
+            self.publish(ProviderEvent::warning(
+                EventObject::node(node),
+                "MisconfiguredInternalIP",
+                format!("the kubelet's InternalIP {} is not forwarded: {}", s.address, s.why),
+            ));
+        }
+        let (zone, region) = metadata::zone_and_region(&server.dc);
+        InstanceMetadata {
+            provider_id: ProviderId::Robot(server.server_number).to_string(),
+            instance_type: metadata::instance_type(&server.product),
+            node_addresses: addresses,
+            zone,
+            region,
+            additional_labels: [(LABEL_PROVIDED_BY.to_owned(), "robot".to_owned())].into_iter().collect(),
+        }
+    }
+
+    /// A Node without providerID: its Robot server by name, if Robot has a client. A name
+    /// that is also a cloud server's is an `InstanceLookupFailed` error, never a guess.
+    pub(crate) async fn robot_by_name(
+        &self,
+        node: &Node,
+        name: &str,
+        cloud_max_age: std::time::Duration,
+    ) -> Result<Option<RobotServer>, CloudError> {
+        let Some(inv) = self.robot.as_ref().and_then(|r| r.inventory.as_ref()) else {
+            return Ok(None);
+        };
+        let what = format!("looking up Robot server named {name:?} for node {}", node_name(node));
+        let Some(robot) = inv.by_name(name).await.map_err(|e| robot_error(&what, e))? else {
+            return Ok(None);
+        };
+        let lookup = Lookup::Name(name.to_owned());
+        if let (_, Some(cloud)) = self.server_by(node, lookup, cloud_max_age).await? {
+            return Err(CloudError::failed(
+                "InstanceLookupFailed",
+                format!(
+                    "node {name}: both cloud server {} and Robot server {} are named {name:?}; start the kubelet \
+                     with --provider-id (hcloud://{} or hrobot://{}) to choose",
+                    cloud.id, robot.server_number, cloud.id, robot.server_number
+                ),
+            ));
+        }
+        Ok(Some(robot))
+    }
+}
