@@ -72,13 +72,26 @@ VARIANTS = {
         "livenessProbe": None,
     },
     "podmonitor": {"monitoring": {"podMonitor": {"enabled": True}}},
+    "robot": {"robot": {"enabled": True}},
+    # Robot with Load Balancers in the private network: HCLOUD_NETWORK by hand, routes off.
+    "robot-private-network": {
+        "robot": {"enabled": True},
+        "env": {
+            "HCLOUD_NETWORK": {"valueFrom": {"secretKeyRef": {"name": "hcloud", "key": "network"}}},
+            "HCLOUD_NETWORK_ROUTES_ENABLED": {"value": "false"},
+            "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP": {"value": "true"},
+        },
+    },
     "no-monitoring-no-rbac": {"monitoring": {"enabled": False}, "rbac": {"create": False}},
 }
 
 # Values the chart must refuse, with a piece of the message it must give.
 REFUSED = {
     "bad kind": ({"kind": "StatefulSet"}, 'kind: "StatefulSet" is not supported'),
-    "robot": ({"robot": {"enabled": True}}, "robot.enabled"),
+    "robot with networking": (
+        {"robot": {"enabled": True}, "networking": {"enabled": True}},
+        "robot.enabled and networking.enabled: the CCM refuses routes together with Robot",
+    ),
     "zero replicas": ({"replicaCount": 0}, "replicaCount: 0"),
 }
 

@@ -16,6 +16,9 @@
 //!   fields, so a misspelt key would otherwise pass). Kinds the API server does not serve
 //!   (the PodMonitor CRD is not installed on the test control plane) are listed and must be
 //!   exactly the PodMonitor.
+//! - [`robot_enabled_sets_robot_enabled_and_optional_credentials`]: `robot.enabled` is what sets
+//!   `ROBOT_ENABLED` (false in the static manifests), and the Robot credentials come from the
+//!   `hcloud` Secret's optional keys `robot-user` / `robot-password` in every render.
 //! - [`shipped_rbac_is_what_the_control_plane_grants`]: the chart's ClusterRole and bindings are
 //!   the ones [`test_harness::rbac`] applies (and every e2e test runs the CCM with).
 //! - [`dev_environment_terraform_parses`]: `deploy/dev/*.tf` parses with python-hcl2, holds the
@@ -100,8 +103,9 @@ fn assert_checks(command: &str, min_passed: usize) {
 
 #[test]
 fn chart_lints_renders_and_static_manifests_are_current() {
-    // 7 variants × (lint + render), 3 refused values, 2 static manifests.
-    assert_checks("check", 19);
+    // 9 variants × (lint + render), 3 refused values (among them Robot with networking), 2
+    // static manifests.
+    assert_checks("check", 23);
 }
 
 #[test]
@@ -161,7 +165,7 @@ async fn every_rendered_manifest_passes_server_side_dry_run() -> Result<()> {
     let control_plane = ControlPlane::shared().await?;
     let client = control_plane.admin_client().await?;
     let variants = tokio::task::spawn_blocking(rendered).await??;
-    ensure!(variants.len() >= 9, "expected 7 variants and 2 static manifests, got {}", variants.len());
+    ensure!(variants.len() >= 11, "expected 9 variants and 2 static manifests, got {}", variants.len());
     let apply = PatchParams::apply("hcloud-ccm-deploy-test").force().dry_run();
     let (mut accepted, mut unserved, mut rejected) = (0, Vec::new(), Vec::new());
     for (variant, objects) in &variants {
@@ -253,5 +257,43 @@ async fn shipped_rbac_is_what_the_control_plane_grants() -> Result<()> {
     if pod["containers"][0]["args"].as_array().is_none_or(|a| !a.iter().any(|x| x == "--leader-elect=false")) {
         bail!("a single Deployment replica runs without leader election: {}", pod["containers"][0]["args"]);
     }
+    Ok(())
+}
+
+/// The container's env of a variant's workload: name -> entry.
+fn workload_env<'a>(variants: &'a [Variant], variant: &str) -> Result<std::collections::BTreeMap<&'a str, &'a Value>> {
+    let (_, objects) = variants.iter().find(|(v, _)| v == variant).with_context(|| format!("variant {variant}"))?;
+    let workload = objects
+        .iter()
+        .map(|(_, o)| o)
+        .find(|o| o["kind"] == "Deployment" || o["kind"] == "DaemonSet")
+        .with_context(|| format!("{variant}: no workload"))?;
+    let env = workload["spec"]["template"]["spec"]["containers"][0]["env"].as_array().context("env list")?;
+    env.iter().map(|e| Ok((e["name"].as_str().context("env name")?, e))).collect()
+}
+
+#[test]
+fn robot_enabled_sets_robot_enabled_and_optional_credentials() -> Result<()> {
+    let variants = rendered()?;
+    for (variant, want) in [
+        ("default", "false"),
+        ("static hcloud-ccm.yaml", "false"),
+        ("static hcloud-ccm-networks.yaml", "false"),
+        ("robot", "true"),
+        ("robot-private-network", "true"),
+    ] {
+        let env = workload_env(&variants, variant)?;
+        assert_eq!(env.get("ROBOT_ENABLED").map(|e| &e["value"]), Some(&Value::from(want)), "{variant}");
+        for (var, key) in [("ROBOT_USER", "robot-user"), ("ROBOT_PASSWORD", "robot-password")] {
+            let secret = &env.get(var).with_context(|| format!("{variant}: no {var}"))?["valueFrom"]["secretKeyRef"];
+            assert_eq!(secret["name"], "hcloud", "{variant} {var}");
+            assert_eq!(secret["key"], key, "{variant} {var}");
+            assert_eq!(secret["optional"], true, "{variant} {var}: the Robot keys are optional");
+        }
+    }
+    // Robot without routes: HCLOUD_NETWORK by hand, routes off, no hostNetwork/--allocate-node-cidrs.
+    let env = workload_env(&variants, "robot-private-network")?;
+    assert_eq!(env["HCLOUD_NETWORK_ROUTES_ENABLED"]["value"], "false");
+    assert!(env.contains_key("HCLOUD_NETWORK"));
     Ok(())
 }

@@ -32,10 +32,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- end -}}
 
-{{/* The environment: values.env plus what monitoring and networking imply. */}}
+{{/* The environment: values.env plus what monitoring, networking and robot imply. */}}
 {{- define "hcloud-ccm.env" -}}
 {{- $env := deepCopy .Values.env -}}
 {{- $_ := set $env "HCLOUD_METRICS_ENABLED" (dict "value" (toString .Values.monitoring.enabled)) -}}
+{{- $_ := set $env "ROBOT_ENABLED" (dict "value" (toString (.Values.robot.enabled | default false))) -}}
 {{- if .Values.networking.enabled -}}
 {{- $_ := set $env "HCLOUD_NETWORK" .Values.networking.network -}}
 {{- end -}}
