@@ -67,6 +67,8 @@ pub use error::{ApiError, Error, ErrorCode, ErrorDetails, InvalidField};
 pub use models::Action;
 pub use observe::{RequestEvent, RequestGate, RequestObserver, RequestStart, api_endpoint};
 pub use paging::Page;
+/// The HTTP method type of [`RequestEvent::method`].
+pub use reqwest::Method;
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
 pub use waiter::PollPolicy;

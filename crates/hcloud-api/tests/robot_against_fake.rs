@@ -66,3 +66,35 @@ async fn a_refusing_gate_sends_nothing() {
     assert!(e.is_transient() && !e.is_rate_limit());
     assert_eq!(fake.handle().request_counts().total, 0);
 }
+
+#[tokio::test]
+async fn every_exchange_is_observed_with_its_template_and_status() {
+    use std::sync::{Arc, Mutex};
+    let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
+    let h = fake.handle();
+    let a = h.seed_robot_server(&SeedRobotServer::new("bm-a")).expect("a");
+    type Seen = Vec<(String, &'static str, Option<u16>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let sink = seen.clone();
+    let observer = move |e: &hcloud_api::RequestEvent<'_>| {
+        sink.lock().unwrap().push((e.method_label(), e.endpoint, e.status));
+    };
+    let c = client(&fake, "robot-password").with_observer(Arc::new(observer));
+    c.servers().await.expect("list");
+    c.server(a).await.expect("get");
+    c.reset(424_242).await.expect_err("no such server");
+    client(&fake, "robot-password")
+        .with_gate(Arc::new(|| Err("fenced".to_owned())))
+        .with_observer(Arc::new(|_: &hcloud_api::RequestEvent<'_>| panic!("a refused request is not observed")))
+        .servers()
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            ("get".to_owned(), "/server", Some(200)),
+            ("get".to_owned(), "/server/{number}", Some(200)),
+            ("get".to_owned(), "/reset/{number}", Some(404)),
+        ]
+    );
+}

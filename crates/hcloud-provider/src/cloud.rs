@@ -143,6 +143,7 @@ impl HcloudCloud {
                     if let Some(gate) = hooks.gate.clone() {
                         client = client.with_gate(gate);
                     }
+                    client = client.with_observer(metrics.robot_observer());
                     info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
                         rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
                     Some(Arc::new(RobotInventory::new(client, robot.cache_timeout, robot.rate_limit_wait)))

@@ -11,8 +11,10 @@
 //!   lookups answered from memory or not);
 //!
 //! and ours: the project's API budget as the API reports it (`hcloud_api_ratelimit_limit`,
-//! `hcloud_api_ratelimit_remaining`) and what the shared server inventory did
-//! (`hcloud_ccm_inventory_{lists,single_requests,cooldowns}_total`).
+//! `hcloud_api_ratelimit_remaining`), what the shared server inventory did
+//! (`hcloud_ccm_inventory_{lists,single_requests,cooldowns}_total`), and the Robot webservice
+//! requests (`hcloud_robot_requests_total{code,method,api_endpoint}`; its budget is a few hundred
+//! requests per hour, and the official CCM does not count them).
 
 use std::sync::{Arc, OnceLock};
 
@@ -59,6 +61,7 @@ fn request_duration() -> Histogram {
 #[derive(Clone)]
 pub struct HcloudMetrics {
     requests: Family<RequestLabels, Counter>,
+    robot_requests: Family<RequestLabels, Counter>,
     duration: Family<MethodLabels, Histogram, fn() -> Histogram>,
     in_flight: Gauge,
     operations: Family<OpLabels, Counter>,
@@ -82,6 +85,7 @@ impl Default for HcloudMetrics {
     fn default() -> Self {
         HcloudMetrics {
             requests: Family::default(),
+            robot_requests: Family::default(),
             duration: Family::new_with_constructor(request_duration),
             in_flight: Gauge::default(),
             operations: Family::default(),
@@ -134,6 +138,11 @@ impl HcloudMetrics {
             self.cache.clone(),
         );
         registry.register(
+            "hcloud_robot_requests",
+            "A counter for requests to the Hetzner Robot webservice, by status code, method and endpoint",
+            self.robot_requests.clone(),
+        );
+        registry.register(
             "hcloud_ccm_inventory_lists",
             "Paginated server lists (snapshot refreshes) of the shared server inventory",
             self.inventory.lists.clone(),
@@ -153,6 +162,20 @@ impl HcloudMetrics {
     /// The observer to give the API client.
     pub fn observer(&self) -> Arc<dyn RequestObserver> {
         Arc::new(self.clone())
+    }
+
+    /// The observer to give the Robot client (`hcloud_robot_requests_total`).
+    pub fn robot_observer(&self) -> Arc<dyn RequestObserver> {
+        let requests = self.robot_requests.clone();
+        Arc::new(move |event: &RequestEvent<'_>| {
+            let Some(status) = event.status else { return };
+            let labels = RequestLabels {
+                code: status.to_string(),
+                method: event.method_label(),
+                api_endpoint: event.api_endpoint.to_owned(),
+            };
+            requests.get_or_create(&labels).inc();
+        })
     }
 
     /// Shows `client`'s rate-limit headers in the rate-limit gauges.
@@ -209,5 +232,42 @@ impl RequestObserver for HcloudMetrics {
             self.ratelimit_limit.set(i64::from(rl.limit));
             self.ratelimit_remaining.set(i64::from(rl.remaining));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robot_requests_are_counted_apart_from_the_cloud_api() {
+        let metrics = HcloudMetrics::default();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let observer = metrics.robot_observer();
+        let event = |status| RequestEvent {
+            method: &hcloud_api::Method::GET,
+            endpoint: "/server",
+            api_endpoint: "/server",
+            status,
+            duration: std::time::Duration::from_millis(3),
+            attempt: 0,
+        };
+        observer.observe(&event(Some(200)));
+        observer.observe(&event(Some(200)));
+        observer.observe(&event(Some(403)));
+        observer.observe(&event(None));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("hcloud_robot_requests_total")).collect();
+        assert_eq!(
+            lines,
+            vec![
+                r#"hcloud_robot_requests_total{code="200",method="get",api_endpoint="/server"} 2"#,
+                r#"hcloud_robot_requests_total{code="403",method="get",api_endpoint="/server"} 1"#,
+            ],
+            "{text}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("hcloud_api_requests_total{")), "cloud counter untouched: {text}");
     }
 }

@@ -247,3 +247,37 @@ async fn a_hundred_robot_nodes_cost_one_list_per_cache_period() {
     assert_eq!(f.h.request_count("GET /v1/servers"), 1);
     assert_eq!(f.h.request_count("GET /v1/servers/{id}"), 0);
 }
+
+#[tokio::test]
+async fn the_cloud_counts_robot_requests_in_its_metrics() {
+    use cloud_provider::Cloud as _;
+    use hcloud_provider::{ClientHooks, Config, HcloudCloud, HcloudMetrics};
+    let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
+    let h = fake.handle();
+    let a = h.seed_robot_server(&SeedRobotServer::new("bm-a")).unwrap();
+    let (url, robot_url) = (fake.base_url(), fake.robot_url());
+    let config = Config::from_env(|k| match k {
+        "HCLOUD_TOKEN" => Some("t".repeat(64)),
+        "HCLOUD_ENDPOINT" => Some(url.clone()),
+        "ROBOT_ENABLED" => Some("true".into()),
+        "ROBOT_USER" => Some("robot".into()),
+        "ROBOT_PASSWORD" => Some("robot-password".into()),
+        "ROBOT_ENDPOINT" => Some(robot_url.clone()),
+        _ => None,
+    })
+    .expect("config");
+    let metrics = HcloudMetrics::default();
+    let hooks = ClientHooks { metrics: Some(metrics.clone()), gate: None };
+    let cloud = HcloudCloud::connect(&config, hooks).await.expect("connect");
+    let instances = cloud.instances_v2().expect("instances");
+    assert!(instances.instance_exists(&node("bm-a", Some(&format!("hrobot://{a}")))).await.expect("exists"));
+
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+    assert!(
+        text.lines().any(|l| l == r#"hcloud_robot_requests_total{code="200",method="get",api_endpoint="/server"} 1"#),
+        "{text}"
+    );
+}

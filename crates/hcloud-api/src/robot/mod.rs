@@ -5,6 +5,9 @@
 //!  caller ──► RobotClient::servers / server / reset
 //!                │ gate (e.g. leader-election fence) ── refused ──► RobotError::NotSent
 //!                ▼
+//!            observer (optional): RequestObserver::observe once per exchange that got a
+//!            status or failed in transport (`started` is not called: no in-flight gauge)
+//!                ▼
 //!            one HTTP exchange: basic auth (user + password; the password is a SecretString,
 //!            never in Debug output, logs or errors), per-request timeout (15 s)
 //!                ▼
@@ -20,7 +23,8 @@ mod error;
 mod models;
 
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
@@ -28,7 +32,7 @@ use serde::de::DeserializeOwned;
 pub use error::{RobotError, RobotErrorCode};
 pub use models::{RobotReset, RobotServer};
 
-use crate::observe::RequestGate;
+use crate::observe::{RequestEvent, RequestGate, RequestObserver};
 
 /// The Robot webservice's address.
 pub const DEFAULT_ROBOT_ENDPOINT: &str = "https://robot-ws.your-server.de";
@@ -42,6 +46,7 @@ pub struct RobotClient {
     password: SecretString,
     timeout: Duration,
     gate: Option<RequestGate>,
+    observer: Option<Arc<dyn RequestObserver>>,
 }
 
 impl fmt::Debug for RobotClient {
@@ -73,6 +78,7 @@ impl RobotClient {
             password,
             timeout: crate::DEFAULT_TIMEOUT,
             gate: None,
+            observer: None,
         })
     }
 
@@ -88,6 +94,13 @@ impl RobotClient {
         self
     }
 
+    /// Reports every exchange to `observer` (metrics). The events' `endpoint` and
+    /// `api_endpoint` are the path templates `/server`, `/server/{number}`, `/reset/{number}`.
+    pub fn with_observer(mut self, observer: Arc<dyn RequestObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// The endpoint.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
@@ -96,7 +109,7 @@ impl RobotClient {
     /// Every server of the account (`GET /server`; the webservice answers an account without
     /// servers with `SERVER_NOT_FOUND`, which is an empty list here).
     pub async fn servers(&self) -> Result<Vec<RobotServer>, RobotError> {
-        match self.get::<Vec<models::ServerWrap>>("/server").await {
+        match self.get::<Vec<models::ServerWrap>>("/server", "/server").await {
             Ok(list) => Ok(list.into_iter().map(|w| w.server).collect()),
             Err(e) if e.is_server_not_found() => Ok(Vec::new()),
             Err(e) => Err(e),
@@ -105,7 +118,7 @@ impl RobotClient {
 
     /// One server (`GET /server/{number}`); `None` on `SERVER_NOT_FOUND`.
     pub async fn server(&self, number: u64) -> Result<Option<RobotServer>, RobotError> {
-        match self.get::<models::ServerWrap>(&format!("/server/{number}")).await {
+        match self.get::<models::ServerWrap>(&format!("/server/{number}"), "/server/{number}").await {
             Ok(w) => Ok(Some(w.server)),
             Err(e) if e.is_server_not_found() => Ok(None),
             Err(e) => Err(e),
@@ -114,27 +127,48 @@ impl RobotClient {
 
     /// The reset state of a server (`GET /reset/{number}`), never cached.
     pub async fn reset(&self, number: u64) -> Result<RobotReset, RobotError> {
-        Ok(self.get::<models::ResetWrap>(&format!("/reset/{number}")).await?.reset)
+        Ok(self.get::<models::ResetWrap>(&format!("/reset/{number}"), "/reset/{number}").await?.reset)
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, RobotError> {
+    /// Reports one finished exchange to the observer.
+    fn observe(&self, template: &'static str, status: Option<u16>, started: Instant) {
+        if let Some(observer) = &self.observer {
+            observer.observe(&RequestEvent {
+                method: &reqwest::Method::GET,
+                endpoint: template,
+                api_endpoint: template,
+                status,
+                duration: started.elapsed(),
+                attempt: 0,
+            });
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str, template: &'static str) -> Result<T, RobotError> {
         let request = format!("GET {path}");
         if let Some(gate) = &self.gate {
             gate().map_err(|why| RobotError::NotSent(format!("{request} not sent: {why}")))?;
         }
-        let resp = self
+        let started = Instant::now();
+        let resp = match self
             .http
             .get(format!("{}{path}", self.endpoint))
             .basic_auth(&self.user, Some(self.password.expose_secret()))
             .timeout(self.timeout)
             .send()
             .await
-            .map_err(|source| RobotError::Transport { request: request.clone(), source: source.without_url() })?;
+        {
+            Ok(resp) => resp,
+            Err(source) => {
+                self.observe(template, None, started);
+                return Err(RobotError::Transport { request, source: source.without_url() });
+            }
+        };
         let status = resp.status().as_u16();
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|source| RobotError::Transport { request: request.clone(), source: source.without_url() })?;
+        let body = resp.bytes().await;
+        self.observe(template, Some(status), started);
+        let body =
+            body.map_err(|source| RobotError::Transport { request: request.clone(), source: source.without_url() })?;
         tracing::debug!(target: "robot_api", %request, status, bytes = body.len(), "Robot webservice request");
         if (200..300).contains(&status) {
             return serde_json::from_slice(&body).map_err(|e| RobotError::Decode { request, message: e.to_string() });
