@@ -2,7 +2,6 @@
 //! no-permission identities.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
@@ -14,6 +13,7 @@ use kube::{Api, Client, Config};
 use tempfile::TempDir;
 use tokio::sync::OnceCell;
 
+use crate::assets::{apiserver_minor_version, find_assets, run_checked};
 use crate::error::HarnessError;
 use crate::lifeline::{Supervised, pid_alive, tail_file};
 use crate::rbac;
@@ -519,90 +519,6 @@ fn free_ports() -> Result<[u16; 3], HarnessError> {
         *port = listener.local_addr().map_err(|e| HarnessError::io("reading a bound port", e))?.port();
     }
     Ok(ports)
-}
-
-/// The directory with kube-apiserver, etcd and kubectl: `$KUBEBUILDER_ASSETS`, or what
-/// `scripts/provision-control-plane` prints (building the binaries on first use).
-pub async fn find_assets() -> Result<PathBuf, HarnessError> {
-    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").filter(|d| !d.is_empty()) {
-        let dir = PathBuf::from(dir);
-        check_assets(&dir, "KUBEBUILDER_ASSETS")?;
-        return Ok(dir);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/provision-control-plane");
-    let output = tokio::process::Command::new(&script)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        // Progress (and a cold build takes minutes) goes straight to the terminal.
-        .stderr(Stdio::inherit())
-        .output()
-        .await
-        .map_err(|e| HarnessError::io(format!("running {}", script.display()), e))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        return Err(HarnessError::Assets(format!(
-            "{} failed ({}); see its messages above. stdout:\n{stdout}",
-            script.display(),
-            output.status
-        )));
-    }
-    let dir = stdout
-        .lines()
-        .rev()
-        .find(|line| !line.trim().is_empty())
-        .and_then(|line| line.trim().strip_prefix("KUBEBUILDER_ASSETS="))
-        .ok_or_else(|| {
-            HarnessError::Assets(format!(
-                "{} did not print KUBEBUILDER_ASSETS=<dir> as its last line; stdout:\n{stdout}",
-                script.display()
-            ))
-        })?;
-    let dir = PathBuf::from(dir);
-    check_assets(&dir, &script.display().to_string())?;
-    Ok(dir)
-}
-
-fn check_assets(dir: &Path, origin: &str) -> Result<(), HarnessError> {
-    for binary in ["kube-apiserver", "etcd", "kubectl"] {
-        if !dir.join(binary).is_file() {
-            return Err(HarnessError::Assets(format!("{} (from {origin}) has no {binary}", dir.display())));
-        }
-    }
-    Ok(())
-}
-
-/// The minor version of the API server binary (`Kubernetes v1.20.2` -> 20).
-async fn apiserver_minor_version(assets: &Path) -> Result<u32, HarnessError> {
-    let output = run_checked(&assets.join("kube-apiserver"), &["--version".as_ref()]).await?;
-    output
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("v1."))
-        .and_then(|rest| rest.split('.').next())
-        .and_then(|minor| minor.parse().ok())
-        .ok_or_else(|| HarnessError::Assets(format!("unexpected kube-apiserver --version output: {output:?}")))
-}
-
-/// Run a short command to completion; its stdout on success.
-async fn run_checked(program: impl AsRef<std::ffi::OsStr>, args: &[&std::ffi::OsStr]) -> Result<String, HarnessError> {
-    let command_line = format!(
-        "{} {}",
-        program.as_ref().to_string_lossy(),
-        args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
-    );
-    let output = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .map_err(|e| HarnessError::io(format!("running `{command_line}`"), e))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(HarnessError::Command {
-            command: command_line,
-            detail: format!("{}: {}", output.status, String::from_utf8_lossy(&output.stderr).trim()),
-        })
-    }
 }
 
 fn write(path: &Path, contents: &str) -> Result<(), HarnessError> {

@@ -76,6 +76,7 @@
 //! # }
 //! ```
 
+mod assets;
 mod control_plane;
 mod error;
 mod events;
@@ -88,8 +89,9 @@ mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use assets::find_assets;
 pub use control_plane::{
-    ADMIN_USER, ControlPlane, READY_TIMEOUT, RESTRICTED_USER, client_from_kubeconfig, find_assets, process_alive,
+    ADMIN_USER, ControlPlane, READY_TIMEOUT, RESTRICTED_USER, client_from_kubeconfig, process_alive,
 };
 pub use error::HarnessError;
 pub use events::{EventApi, ObservedEvent, events_for, wait_for_event};
