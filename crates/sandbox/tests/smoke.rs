@@ -27,8 +27,13 @@ async fn sandbox_initializes_its_nodes_serves_the_demo_service_and_stops_cleanly
     assert!(out.contains("type=cpx22 region=fsn1 zone=fsn1-dc14"), "{out}");
     assert!(out.contains("InternalIP=10.0.0."), "{out}");
     assert!(out.contains("create service loadbalancer web"), "{out}");
-    let served =
-        out.lines().find(|l| l.starts_with("[service default/demo] served at [")).unwrap_or_else(|| panic!("{out}"));
+    // The Load Balancer may be created while only one node is initialized (a "1 targets" line
+    // first); the sandbox reports every change, and its last report must show both nodes.
+    let served = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("[service default/demo] served at ["))
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(served.contains("in the fake: ports [80→3") && served.contains("2 targets"), "{served}");
     // A newcomer's first screen shows no warnings from hcloud-ccm.
     let warnings: Vec<&str> = out.lines().filter(|l| l.starts_with("[hcloud-ccm]") && l.contains(" WARN ")).collect();
