@@ -3,6 +3,7 @@
 
 use cloud_controllers::route::plan::parse_cidr_sloppy;
 use cloud_provider::helpers::go_syntax::parse_go_bool;
+use cloud_provider::helpers::label_selector::{is_dns_subdomain, is_name_segment};
 use ipnet::IpNet;
 
 /// The upstream feature gate of the watch-based route mode (KEP-5237).
@@ -77,7 +78,8 @@ pub fn parse_cluster_cidrs(s: &str) -> Result<Vec<IpNet>, String> {
 
 /// Checks a `spec.loadBalancerClass` value the way the API server does (a qualified name:
 /// an optional DNS subdomain prefix and `/`, then a name of at most 63 alphanumeric
-/// characters, `-`, `_` or `.`, starting and ending alphanumeric). Empty is accepted (unset).
+/// characters, `-`, `_` or `.`, starting and ending alphanumeric: the rules of a label key).
+/// Empty is accepted (unset).
 pub fn validate_qualified_name(value: &str) -> Result<(), String> {
     if value.is_empty() {
         return Ok(());
@@ -86,28 +88,13 @@ pub fn validate_qualified_name(value: &str) -> Result<(), String> {
         Some((p, n)) => (Some(p), n),
         None => (None, value),
     };
-    let alnum = |c: u8| c.is_ascii_alphanumeric();
-    let name_ok = !name.is_empty()
-        && name.len() <= 63
-        && name.bytes().next().is_some_and(alnum)
-        && name.bytes().last().is_some_and(alnum)
-        && name.bytes().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'));
-    if !name_ok {
+    if !is_name_segment(name) {
         return Err(format!(
             "the name part {name:?} must be 1-63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric"
         ));
     }
-    if let Some(prefix) = prefix {
-        let label_ok = |l: &str| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        };
-        if prefix.is_empty() || prefix.len() > 253 || !prefix.split('.').all(label_ok) {
-            return Err(format!("the prefix {prefix:?} must be a lowercase DNS subdomain"));
-        }
+    if let Some(prefix) = prefix.filter(|p| !is_dns_subdomain(p)) {
+        return Err(format!("the prefix {prefix:?} must be a lowercase DNS subdomain"));
     }
     Ok(())
 }

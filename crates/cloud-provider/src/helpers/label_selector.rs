@@ -304,8 +304,9 @@ fn describe_opt(t: &Option<Token>) -> String {
     t.as_ref().map_or_else(|| "the end".to_owned(), describe)
 }
 
-/// A name segment: at most 63 characters, alphanumerics at both ends, `-`, `_`, `.` inside.
-fn valid_name(s: &str) -> bool {
+/// A name segment (a label value, or a qualified name's part after the optional prefix): at
+/// most 63 characters, alphanumerics at both ends, `-`, `_`, `.` inside.
+pub fn is_name_segment(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -314,8 +315,9 @@ fn valid_name(s: &str) -> bool {
         && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
-/// A DNS subdomain (the optional key prefix): at most 253 characters, lower-case labels.
-fn valid_prefix(s: &str) -> bool {
+/// A DNS subdomain (a qualified name's optional prefix): at most 253 characters, lower-case
+/// labels.
+pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253
         && s.split('.').all(|l| {
             let b = l.as_bytes();
@@ -329,8 +331,8 @@ fn valid_prefix(s: &str) -> bool {
 
 fn key(k: &str) -> Result<String, SelectorError> {
     let ok = match k.split_once('/') {
-        Some((prefix, name)) => valid_prefix(prefix) && valid_name(name),
-        None => valid_name(k),
+        Some((prefix, name)) => is_dns_subdomain(prefix) && is_name_segment(name),
+        None => is_name_segment(k),
     };
     if ok {
         Ok(k.to_owned())
@@ -343,7 +345,7 @@ fn key(k: &str) -> Result<String, SelectorError> {
 }
 
 fn value(v: &str) -> Result<String, SelectorError> {
-    if v.is_empty() || valid_name(v) {
+    if v.is_empty() || is_name_segment(v) {
         Ok(v.to_owned())
     } else {
         Err(SelectorError(format!(
