@@ -1,5 +1,6 @@
 //! Helpers for the thin write layer of every controller: patch parameters carrying the
-//! caller's field manager, error classification, and client-go's `RetryOnConflict`.
+//! caller's field manager, error classification, client-go's `RetryOnConflict`, and
+//! [`patch_replanned`] (a planned patch, planned again from a fresh read after a conflict).
 //!
 //! Controllers compute their writes as data (a JSON merge patch) in pure planners and send
 //! them here unchanged, so tests check exactly what is sent.
@@ -62,6 +63,41 @@ where
     }
 }
 
+/// Sends the JSON merge patch `plan` makes of `object` (nothing when it makes none); after a
+/// 409 Conflict, reads the object again with `read` and plans again from that, up to
+/// `retry.steps` attempts (client-go's `RetryOnConflict` around a read and a patch). The
+/// patch sent is always the plan of the state it was planned from.
+///
+/// `read` and `send` return plain futures (not async closures) so a caller that must be
+/// `Send` can be.
+pub async fn patch_replanned<K, R, S>(
+    retry: ConflictRetry,
+    object: &K,
+    read: impl Fn() -> R,
+    plan: impl Fn(&K) -> Option<serde_json::Value>,
+    send: impl Fn(serde_json::Value) -> S,
+) -> Result<(), kube::Error>
+where
+    R: Future<Output = Result<K, kube::Error>>,
+    S: Future<Output = Result<(), kube::Error>>,
+{
+    let (read, plan, send) = (&read, &plan, &send);
+    retry_on_conflict(retry, |attempt| async move {
+        let fresh;
+        let current = if attempt == 0 {
+            object
+        } else {
+            fresh = read().await?;
+            &fresh
+        };
+        match plan(current) {
+            Some(patch) => send(patch).await,
+            None => Ok(()),
+        }
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +135,60 @@ mod tests {
         .await;
         assert_eq!(r.ok(), Some(2));
         assert_eq!(seen, vec![0, 1, 2]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_conflicting_patch_is_planned_again_from_a_fresh_read() {
+        use std::sync::Mutex;
+        let sent: Mutex<Vec<serde_json::Value>> = Mutex::default();
+        let reads = Mutex::new(0);
+        // Version 1 is what the caller saw; the server has version 2 (the first patch conflicts),
+        // and the fresh read needs no write at all in the second case.
+        let r = patch_replanned(
+            ConflictRetry::NODE_HELPERS,
+            &1u32,
+            || {
+                *reads.lock().unwrap() += 1;
+                async { Ok(2u32) }
+            },
+            |v: &u32| Some(serde_json::json!({ "planned_from": v })),
+            |patch| {
+                let first = sent.lock().unwrap().is_empty();
+                sent.lock().unwrap().push(patch);
+                async move { if first { Err(api_error(409)) } else { Ok(()) } }
+            },
+        )
+        .await;
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(*reads.lock().unwrap(), 1);
+        assert_eq!(
+            *sent.lock().unwrap(),
+            vec![serde_json::json!({ "planned_from": 1 }), serde_json::json!({ "planned_from": 2 })]
+        );
+
+        let sent = Mutex::new(0);
+        let r = patch_replanned(
+            ConflictRetry::NODE_HELPERS,
+            &1u32,
+            || async { Ok(2u32) },
+            |v: &u32| (*v == 1).then(|| serde_json::json!({})),
+            |_| {
+                *sent.lock().unwrap() += 1;
+                async { Err(api_error(409)) }
+            },
+        )
+        .await;
+        assert!(r.is_ok(), "the fresh state needs no patch: {r:?}");
+        assert_eq!(*sent.lock().unwrap(), 1);
+
+        let r = patch_replanned(
+            ConflictRetry::NODE_HELPERS,
+            &1u32,
+            || async { Err(api_error(404)) },
+            |_: &u32| Some(serde_json::json!({})),
+            |_| async { Err(api_error(409)) },
+        )
+        .await;
+        assert!(r.is_err_and(|e| is_not_found(&e)), "a failed read ends it");
     }
 }

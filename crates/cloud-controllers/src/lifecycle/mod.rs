@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
-use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
+use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
 use controller_runtime::{ControllerIo, EventRecorder, Informer, Synced, object_ref, periodic};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
@@ -178,22 +178,19 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
     /// (upstream: `RetryOnConflict`, 5 steps, 100 ms).
     async fn patch_taints(&self, node: &Node, decision: LifecycleDecision) -> Result<(), kube::Error> {
         let name = node.name_any();
-        let result = retry_on_conflict(ConflictRetry::NODE_HELPERS, |attempt| {
-            let name = name.clone();
-            async move {
-                let fresh;
-                let current = if attempt == 0 {
-                    node
-                } else {
-                    fresh = self.api.get(&name).await?;
-                    &fresh
-                };
-                if let Some(LifecycleWrite::Patch(patch)) = decision.write(current) {
-                    self.api.patch(&name, &self.params, &Patch::Merge(patch)).await?;
-                }
-                Ok(())
-            }
-        })
+        let result = patch_replanned(
+            ConflictRetry::NODE_HELPERS,
+            node,
+            || self.api.get(&name),
+            |current: &Node| match decision.write(current) {
+                Some(LifecycleWrite::Patch(patch)) => Some(patch),
+                _ => None,
+            },
+            |patch| {
+                let (api, name, params) = (&self.api, &name, &self.params);
+                async move { api.patch(name, params, &Patch::Merge(patch)).await.map(drop) }
+            },
+        )
         .await;
         match result {
             Err(e) if is_not_found(&e) => Ok(()),

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cloud_provider::{CloudError, Routes};
-use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
+use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
 use controller_runtime::{
     Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
     WorkQueue, WorkerConfig, Workers, object_ref,
@@ -325,24 +325,18 @@ impl<R: Routes> RouteReconciler<R> {
     /// fresh read after a conflict (upstream: `RetryOnConflict`, 5 steps, 100 ms).
     async fn write_condition(&self, node: &Node, routes_created: bool) -> Result<(), kube::Error> {
         let name = node.name_any();
-        let result = retry_on_conflict(ConflictRetry::NODE_HELPERS, |attempt| {
-            let name = name.clone();
-            async move {
-                let fresh;
-                let current = if attempt == 0 {
-                    node
-                } else {
-                    fresh = self.api.get_status(&name).await?;
-                    &fresh
-                };
-                let now = Time(Timestamp::now());
-                if let Some(patch) = condition_patch(current, routes_created, &now) {
-                    info!(node = %name, routes_created, "updating NetworkUnavailable condition");
-                    self.api.patch_status(&name, &self.params, &Patch::Merge(patch)).await?;
-                }
-                Ok(())
-            }
-        })
+        let now = Time(Timestamp::now());
+        let result = patch_replanned(
+            ConflictRetry::NODE_HELPERS,
+            node,
+            || self.api.get_status(&name),
+            |current: &Node| condition_patch(current, routes_created, &now),
+            |patch| {
+                info!(node = %name, routes_created, "updating NetworkUnavailable condition");
+                let (api, name, params) = (&self.api, &name, &self.params);
+                async move { api.patch_status(name, params, &Patch::Merge(patch)).await.map(drop) }
+            },
+        )
         .await;
         match result {
             Err(e) if is_not_found(&e) => Ok(()),

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use cloud_provider::{CloudError, LoadBalancer};
-use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
+use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
 use controller_runtime::{EventRecorder, ReconcileError, object_ref};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
@@ -381,27 +381,18 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     ) -> Result<(), kube::Error> {
         let api = self.api(service);
         let name = service.metadata.name.clone().unwrap_or_default();
-        retry_on_conflict(ConflictRetry::NODE_HELPERS, |attempt| {
-            let (api, name) = (&api, &name);
-            async move {
-                let fresh;
-                let current = if attempt == 0 {
-                    service
-                } else {
-                    fresh = api.get(name).await?;
-                    if fresh.metadata.uid != service.metadata.uid {
-                        // Replaced by a new Service: nothing of ours to change there.
-                        return Ok(());
-                    }
-                    &fresh
-                };
-                if let Some(patch) = plan(current) {
-                    debug!(service = %name, %patch, "patching finalizers");
-                    api.patch_status(name, &self.params, &Patch::Merge(patch)).await?;
-                }
-                Ok(())
-            }
-        })
+        patch_replanned(
+            ConflictRetry::NODE_HELPERS,
+            service,
+            || api.get(&name),
+            // A Service replaced by a new one (another UID) has nothing of ours to change.
+            |current: &Service| (current.metadata.uid == service.metadata.uid).then(|| plan(current)).flatten(),
+            |patch| {
+                debug!(service = %name, %patch, "patching finalizers");
+                let (api, name, params) = (&api, &name, &self.params);
+                async move { api.patch_status(name, params, &Patch::Merge(patch)).await.map(drop) }
+            },
+        )
         .await
     }
 
