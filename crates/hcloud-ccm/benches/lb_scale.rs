@@ -15,6 +15,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -25,18 +27,12 @@ use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use kube::api::{Api, ListParams, PostParams};
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready};
 
+use common::{env_or, free_port};
+
 const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
 const NAMESPACE: &str = "default";
 /// Quiet this long (longer than the slowest background confirmation) = done.
 const QUIET: Duration = Duration::from_secs(12);
-
-fn env_or(key: &str, default: u64) -> u64 {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
 
 fn service(i: usize) -> Service {
     let mut svc = Service::default();
@@ -55,16 +51,10 @@ fn service(i: usize) -> Service {
     svc
 }
 
+/// The requests so far, by endpoint, and per Service.
 fn print_counts(label: &str, h: &FakeHandle, services: usize) {
-    let counts = h.request_counts();
-    println!(
-        "  {label}: {} Hetzner API requests ({:.2} per Service)",
-        counts.total,
-        counts.total as f64 / services as f64
-    );
-    for (endpoint, n) in &counts.by_endpoint {
-        println!("    {n:>6}  {endpoint}");
-    }
+    let total = common::print_counts(label, h);
+    println!("    = {:.2} per Service", total as f64 / services as f64);
 }
 
 fn mutating(h: &FakeHandle) -> u64 {

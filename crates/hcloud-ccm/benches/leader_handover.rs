@@ -16,28 +16,17 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use hcloud_fake::{FakeConfig, FakeServer};
 use test_harness::{ChildProcess, ControlPlane};
 
+use common::{env_or, free_port, summary};
+
 const TOKEN_A: &str = "replicaa00000000000000000000000000000000000000000000000000000000";
 const TOKEN_B: &str = "replicab00000000000000000000000000000000000000000000000000000000";
-
-fn env_or(key: &str, default: u64) -> u64 {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn summary(label: &str, mut v: Vec<f64>) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    println!(
-        "  {label}: median {:.2} s (min {:.2} s, max {:.2} s, {} rounds)",
-        v[v.len() / 2],
-        v[0],
-        v[v.len() - 1],
-        v.len()
-    );
-}
 
 /// Waits until `needle` appears in the log `count` times; returns when.
 async fn log_count(p: &ChildProcess, needle: &str, count: usize) -> Instant {
@@ -102,7 +91,7 @@ async fn main() {
     // A standby's idle cost.
     let a = spawn("replica-a", TOKEN_A, "idle", "127.0.0.1:0");
     log_count(&a, ACQUIRED, 1).await;
-    let metrics_port = portpicker();
+    let metrics_port = free_port();
     let b = spawn("replica-b", TOKEN_B, "idle", &format!("127.0.0.1:{metrics_port}"));
     log_count(&b, WAITING, 1).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -123,10 +112,6 @@ async fn main() {
     }
     b.stop().await.expect("stop");
     a.stop().await.expect("stop");
-}
-
-fn portpicker() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
 /// The sum of `rest_client_requests_total` on the replica's metrics listener.

@@ -8,6 +8,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use hcloud_fake::control::{SeedServer, SeedServerBatch};
@@ -17,11 +19,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready, set_ready};
 
-const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
+use common::{env_or, summary};
 
-fn env_or(key: &str, default: u64) -> u64 {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
+const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
 
 async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) -> Duration {
     let t = Instant::now();
@@ -30,12 +30,6 @@ async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) -> Duration {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     t.elapsed()
-}
-
-fn summary(label: &str, mut v: Vec<f64>) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let median = v[v.len() / 2];
-    println!("  {label}: median {median:.1} s (min {:.1} s, max {:.1} s, {} rounds)", v[0], v[v.len() - 1], v.len());
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

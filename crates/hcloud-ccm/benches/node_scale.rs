@@ -17,6 +17,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -26,11 +28,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready, set_ready};
 
-const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
+use common::{env_or, print_counts};
 
-fn env_or(key: &str, default: u64) -> u64 {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
+const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
 
 /// A `/proc/<pid>/status` figure in KiB (`VmRSS`: now, `VmHWM`: peak).
 fn status_kib(pid: u32, field: &str) -> u64 {
@@ -66,14 +66,6 @@ async fn initialized_count(nodes: &Api<Node>) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-fn print_counts(label: &str, fake: &FakeServer) {
-    let counts = fake.handle().request_counts();
-    println!("  {label}: {} Hetzner API requests", counts.total);
-    for (endpoint, n) in &counts.by_endpoint {
-        println!("    {n:>6}  {endpoint}");
-    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +164,7 @@ async fn main() {
         registered.as_secs_f64(),
         init.as_secs_f64()
     );
-    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake);
+    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake.handle());
     ccm.stop().await.expect("stop");
 
     // 1b. The same with kubelets that register NotReady and turn Ready once initialized.
@@ -188,7 +180,7 @@ async fn main() {
     let init = wait_initialized(&ccm, started).await;
     println!("\n1b. initialization, kubelets registered NotReady (the lifecycle controller sees {n} NotReady nodes)");
     println!("  all {n} initialized {:.1} s after the first registration", init.as_secs_f64());
-    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake);
+    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake.handle());
     futures::stream::iter(0..n)
         .for_each_concurrent(32, |i| {
             let client = client.clone();
@@ -222,7 +214,7 @@ async fn main() {
         refresh.as_secs(),
         window.as_secs()
     );
-    print_counts("in the window", &fake);
+    print_counts("in the window", &fake.handle());
     println!(
         "  ≈ {per_pass:.1} requests per refresh pass ⇒ {:.0} requests/hour at the default 5m refresh (+0 from lifecycle: Ready nodes cost nothing)",
         per_pass * 12.0
@@ -238,13 +230,13 @@ async fn main() {
     // Two monitor periods: every transition has been seen and rechecked.
     tokio::time::sleep(Duration::from_secs(11)).await;
     println!("\n2b. {not_ready} nodes turn NotReady: the recheck of the transition");
-    print_counts("in the 11 s after the transition (including any refresh pass)", &fake);
+    print_counts("in the 11 s after the transition (including any refresh pass)", &fake.handle());
     h.reset_requests();
     tokio::time::sleep(window).await;
     let total = h.request_counts().total as f64;
     let lifecycle_per_hour = (total - per_pass * passes).max(0.0) * 3600.0 / window.as_secs_f64();
     println!("\n2c. {not_ready} nodes NotReady (servers running), window {}s", window.as_secs());
-    print_counts("in the window", &fake);
+    print_counts("in the window", &fake.handle());
     println!("  ≈ {lifecycle_per_hour:.0} requests/hour from lifecycle monitoring of {not_ready} NotReady nodes");
 
     let rss_end = rss_kib(ccm.pid());

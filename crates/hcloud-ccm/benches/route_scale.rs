@@ -23,6 +23,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -33,12 +35,10 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready};
 
+use common::{env_or, print_counts};
+
 const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
 const CLUSTER_CIDR: &str = "10.240.0.0/12";
-
-fn env_or(key: &str, default: u64) -> u64 {
-    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// Node i's pod CIDR: a /24 of 10.240.0.0/12.
 fn pod_cidr(i: usize) -> String {
@@ -68,15 +68,6 @@ async fn routed_count(nodes: &Api<Node>) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-fn print_counts(label: &str, fake: &FakeServer) -> u64 {
-    let counts = fake.handle().request_counts();
-    println!("  {label}: {} Hetzner API requests", counts.total);
-    for (endpoint, n) in &counts.by_endpoint {
-        println!("    {n:>6}  {endpoint}");
-    }
-    counts.total
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +240,7 @@ async fn main() {
     };
     println!("\n1b. the route controller alone, {n} initialized nodes registered at once");
     println!("  every route exists {:.1} s after the first registration", all_routes.as_secs_f64());
-    print_counts("since hcloud-ccm started", &fake);
+    print_counts("since hcloud-ccm started", &fake.handle());
     assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
     ccm.stop().await.expect("stop");
 
@@ -258,7 +249,7 @@ async fn main() {
     h.reset_requests();
     let ccm = start_ccm(&["--controllers=route"]);
     wait_first_reconcile(&ccm).await;
-    print_counts("start-up and first reconcile", &fake);
+    print_counts("start-up and first reconcile", &fake.handle());
     h.reset_requests();
     let deleted = Instant::now();
     let victim = pod_cidr(n / 2);
@@ -275,12 +266,12 @@ async fn main() {
         "  a route deleted outside Kubernetes right after a reconcile was back after {:.1} s",
         restored.as_secs_f64()
     );
-    print_counts("noticing and restoring it", &fake);
+    print_counts("noticing and restoring it", &fake.handle());
     h.reset_requests();
     let window = Instant::now();
     tokio::time::sleep(steady).await;
     let secs = window.elapsed().as_secs_f64();
-    let total = print_counts(&format!("then, in a window of {secs:.0} s"), &fake);
+    let total = print_counts(&format!("then, in a window of {secs:.0} s"), &fake.handle());
     println!("  ⇒ {:.1} Hetzner requests/hour", total as f64 * 3600.0 / secs);
     assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
     ccm.stop().await.expect("stop");

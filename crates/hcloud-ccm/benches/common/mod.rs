@@ -1,0 +1,38 @@
+//! Helpers shared by the benchmarks: knobs from the environment, free ports, medians, and the
+//! fake's request counts by endpoint.
+
+#![allow(dead_code, clippy::expect_used)]
+
+use hcloud_fake::FakeHandle;
+
+/// `key` from the environment as a number, else `default`.
+pub fn env_or(key: &str, default: u64) -> u64 {
+    std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Prints the median, minimum and maximum of `v` (seconds; at least one value).
+pub fn summary(label: &str, mut v: Vec<f64>) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "  {label}: median {:.2} s (min {:.2} s, max {:.2} s, {} rounds)",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1],
+        v.len()
+    );
+}
+
+/// Prints the fake's request count since its last reset, by endpoint; returns the total.
+pub fn print_counts(label: &str, h: &FakeHandle) -> u64 {
+    let counts = h.request_counts();
+    println!("  {label}: {} Hetzner API requests", counts.total);
+    for (endpoint, n) in &counts.by_endpoint {
+        println!("    {n:>6}  {endpoint}");
+    }
+    counts.total
+}
