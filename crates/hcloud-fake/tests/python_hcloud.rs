@@ -15,7 +15,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use hcloud_fake::{FakeConfig, FakeServer};
@@ -28,33 +28,11 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn interpreter_from(stdout: &[u8]) -> Option<PathBuf> {
-    String::from_utf8_lossy(stdout).lines().rev().find_map(|l| l.strip_prefix("HCLOUD_PYTHON=").map(PathBuf::from))
-}
-
-/// The virtualenv's interpreter: the cached one, else whatever the provisioning script builds.
+/// The virtualenv's interpreter (cached, or built by the provisioning script).
 fn python() -> PathBuf {
     let script = repo_root().join("scripts/provision-python-hcloud");
-    let check = Command::new(&script).arg("--check").output();
-    if let Ok(out) = &check
-        && out.status.success()
-        && let Some(p) = interpreter_from(&out.stdout)
-    {
-        return p;
-    }
-    eprintln!("no cached virtualenv with Hetzner's hcloud library; running {}", script.display());
-    let out = Command::new(&script)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed ({}); see its output above. This test needs Hetzner's Python library and does not skip without it.",
-        script.display(),
-        out.status
-    );
-    interpreter_from(&out.stdout).unwrap_or_else(|| panic!("{} printed no HCLOUD_PYTHON= line", script.display()))
+    test_harness::provisioned_path(&script, "HCLOUD_PYTHON")
+        .unwrap_or_else(|e| panic!("{e}. This test needs Hetzner's Python library and does not skip without it."))
 }
 
 fn summary(stdout: &str) -> (usize, usize, usize) {

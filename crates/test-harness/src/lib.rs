@@ -83,6 +83,7 @@ mod events;
 mod lifeline;
 mod node;
 mod process;
+mod provision;
 mod proxy;
 pub mod rbac;
 mod wait;
@@ -97,6 +98,7 @@ pub use error::HarnessError;
 pub use events::{EventApi, ObservedEvent, events_for, wait_for_event};
 pub use node::{NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TAINT_KEY, set_ready};
 pub use process::{ChildProcess, DEFAULT_STOP_GRACE};
+pub use provision::provisioned_path;
 pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};
 

@@ -40,32 +40,11 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn interpreter_from(stdout: &[u8]) -> Option<PathBuf> {
-    String::from_utf8_lossy(stdout).lines().rev().find_map(|l| l.strip_prefix("DEPLOY_PYTHON=").map(PathBuf::from))
-}
-
-/// The virtualenv's interpreter: the cached one, else whatever the provisioning script builds.
+/// The virtualenv's interpreter (cached, or built by the provisioning script).
 fn python() -> PathBuf {
     let script = repo_root().join("scripts/provision-python-deploy");
-    if let Ok(out) = Command::new(&script).arg("--check").output()
-        && out.status.success()
-        && let Some(p) = interpreter_from(&out.stdout)
-    {
-        return p;
-    }
-    eprintln!("no cached virtualenv with helm-python-sdk; running {}", script.display());
-    let out = Command::new(&script)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed ({}); see its output above. These tests need helm-python-sdk and do not skip without it.",
-        script.display(),
-        out.status
-    );
-    interpreter_from(&out.stdout).unwrap_or_else(|| panic!("{} printed no DEPLOY_PYTHON= line", script.display()))
+    test_harness::provisioned_path(&script, "DEPLOY_PYTHON")
+        .unwrap_or_else(|e| panic!("{e}. These tests need helm-python-sdk and do not skip without it."))
 }
 
 fn render_py(command: &str) -> Output {
