@@ -160,11 +160,8 @@ async fn test_sync_load_balancer_if_needed() {
             assert!(svc.metadata.deletion_timestamp.is_some(), "{}", tc.desc);
         }
         let class = tc.service.spec.as_ref().and_then(|s| s.load_balancer_class.clone());
-        if class.is_some() && svc.spec.as_ref().and_then(|s| s.load_balancer_class.as_ref()).is_none() {
-            // An API server before 1.21 (like the local 1.20 one) prunes the class; sync the
-            // Service as a server that keeps the field stores it.
-            svc.spec.get_or_insert_with(Default::default).load_balancer_class = class;
-        }
+        let stored_class = svc.spec.as_ref().and_then(|s| s.load_balancer_class.clone());
+        assert_eq!(stored_class, class, "{}: the API server keeps spec.loadBalancerClass", tc.desc);
         c.take_service_patches();
         let key = service_key(&svc);
 
