@@ -19,7 +19,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::{Method, header::HeaderMap};
 use secrecy::{ExposeSecret, SecretString};
@@ -56,7 +56,8 @@ pub struct RateLimit {
     pub limit: u32,
     /// `RateLimit-Remaining`: requests left.
     pub remaining: u32,
-    /// `RateLimit-Reset`: when the bucket is full again.
+    /// `RateLimit-Reset`: when the bucket is full again (a value too large to be a time makes
+    /// the headers count as absent).
     pub reset: SystemTime,
 }
 
@@ -66,7 +67,7 @@ impl RateLimit {
         Some(RateLimit {
             limit: u32::try_from(num("ratelimit-limit")?).unwrap_or(u32::MAX),
             remaining: u32::try_from(num("ratelimit-remaining")?).unwrap_or(u32::MAX),
-            reset: UNIX_EPOCH + Duration::from_secs(num("ratelimit-reset")?),
+            reset: retry::reset_time(num("ratelimit-reset")?)?,
         })
     }
 }
@@ -505,6 +506,8 @@ pub(crate) fn decode_optional_action(body: &[u8]) -> Result<Option<Action>, Stri
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
     use crate::models::{ActionId, ActionStatus};
 
@@ -542,6 +545,16 @@ mod tests {
         assert_eq!(rl.remaining, 3599);
         assert_eq!(rl.reset, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
         assert_eq!(RateLimit::from_headers(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_rate_limit_reset_beyond_any_time_is_treated_as_absent() {
+        // Fuzzing found it: `UNIX_EPOCH + u64::MAX seconds` overflowed and panicked.
+        let mut h = HeaderMap::new();
+        h.insert("RateLimit-Limit", "3600".parse().expect("header"));
+        h.insert("RateLimit-Remaining", "0".parse().expect("header"));
+        h.insert("RateLimit-Reset", u64::MAX.to_string().parse().expect("header"));
+        assert_eq!(RateLimit::from_headers(&h), None);
     }
 
     #[test]

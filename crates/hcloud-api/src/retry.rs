@@ -118,7 +118,8 @@ pub(crate) fn for_transport(method: &Method, connect: bool) -> Verdict {
 }
 
 /// How long the API asks to wait before the next request, from `Retry-After` (seconds or an
-/// HTTP date) or — for a 429 — from the rate-limit headers.
+/// HTTP date) or — for a 429 — from the rate-limit headers. A `RateLimit-Reset` too large
+/// to be a time counts as absent (no hint: the exponential backoff applies).
 pub(crate) fn wait_hint(status: u16, headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     if let Some(d) = headers.get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, now)) {
         return Some(d);
@@ -128,7 +129,13 @@ pub(crate) fn wait_hint(status: u16, headers: &HeaderMap, now: SystemTime) -> Op
     }
     let num = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<u64>().ok();
     let (limit, remaining, reset) = (num("ratelimit-limit")?, num("ratelimit-remaining")?, num("ratelimit-reset")?);
-    Some(wait_for_one_request(limit, remaining, UNIX_EPOCH + Duration::from_secs(reset), now))
+    Some(wait_for_one_request(limit, remaining, reset_time(reset)?, now))
+}
+
+/// The instant a `RateLimit-Reset` value (Unix seconds) names; `None` if no [`SystemTime`]
+/// can hold it (the header is then treated as absent).
+pub(crate) fn reset_time(unix_secs: u64) -> Option<SystemTime> {
+    UNIX_EPOCH.checked_add(Duration::from_secs(unix_secs))
 }
 
 /// Time until the bucket holds one request again. The bucket refills linearly and is full
@@ -237,6 +244,16 @@ mod tests {
         let h = headers(&[("retry-after", "7"), ("ratelimit-limit", "2"), ("ratelimit-remaining", "0")]);
         assert_eq!(wait_hint(429, &h, now), Some(Duration::from_secs(7)));
         assert_eq!(wait_hint(503, &h, now), Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn a_rate_limit_reset_beyond_any_time_gives_no_hint() {
+        // Fuzzing found it: `UNIX_EPOCH + u64::MAX seconds` overflowed and panicked. Such a
+        // header is treated as absent: the exponential backoff applies.
+        let now = UNIX_EPOCH + Duration::from_secs(1_000);
+        let huge = u64::MAX.to_string();
+        let h = headers(&[("ratelimit-limit", "3600"), ("ratelimit-remaining", "0"), ("ratelimit-reset", &huge)]);
+        assert_eq!(wait_hint(429, &h, now), None);
     }
 
     #[test]
