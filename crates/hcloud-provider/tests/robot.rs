@@ -217,6 +217,25 @@ async fn rate_limit_opens_the_circuit_and_nothing_is_reported_gone() {
 }
 
 #[tokio::test]
+async fn a_rate_limit_wait_beyond_an_instant_keeps_the_circuit_open_without_a_panic() {
+    // `Instant::now() + rate_limit_wait` used to overflow and panic for a wait the config
+    // accepted then (it now stops at Go's largest duration; the inventory must not panic anyway).
+    let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
+    let h = fake.handle();
+    h.seed_robot_server(&SeedRobotServer::new("bm-a")).unwrap();
+    let client =
+        RobotClient::new(&fake.robot_url(), "robot", SecretString::from("robot-password")).expect("robot client");
+    let robot = RobotInventory::new(client, CACHE, Duration::MAX);
+    h.inject_robot_fault(FaultRule::error(Some("GET"), "/server", 403, "RATE_LIMIT_EXCEEDED").times(0));
+    let e = robot.servers().await.expect_err("rate limited");
+    assert!(e.is_rate_limit(), "{e}");
+    h.clear_robot_faults();
+    let e = robot.servers().await.expect_err("the circuit is open");
+    assert!(e.to_string().contains("next try in"), "{e}");
+    assert_eq!(robot_lists(&h), 1, "no request while the circuit is open");
+}
+
+#[tokio::test]
 async fn robot_ids_without_a_client_are_errors_not_absences() {
     let f = fx(AddressFamily::Ipv4, false).await;
     let a = f.h.seed_robot_server(&SeedRobotServer::new("bm-a")).unwrap();

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+use cloud_provider::helpers::go_syntax::GO_DURATION_MAX;
+
 use crate::config::{parse_go_bool, parse_go_duration};
 
 /// Robot (dedicated server) settings, with `ROBOT_ENABLED=true`.
@@ -70,7 +72,7 @@ fn duration(var: &impl Fn(&str) -> Option<String>, errors: &mut Vec<String>, k: 
     match var(k) {
         None => default,
         Some(v) => parse_go_duration(&v).unwrap_or_else(|| {
-            errors.push(format!("{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms"));
+            errors.push(format!("{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms (at most {GO_DURATION_MAX})"));
             default
         }),
     }
@@ -218,6 +220,25 @@ mod tests {
         .expect("valid");
         assert_eq!(c.robot.expect("on").credentials.expect("credentials").0, "plain", "the plain variable wins");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_rate_limit_wait_beyond_gos_range_is_a_config_error_naming_the_variable() {
+        // It used to be accepted (up to u64::MAX seconds) and made the first rate-limit answer
+        // panic in `Instant::now() + ROBOT_RATE_LIMIT_WAIT_TIME`.
+        let err = with_token(&[("ROBOT_ENABLED", "true"), ("ROBOT_RATE_LIMIT_WAIT_TIME", "4000000000000000h")])
+            .expect_err("out of range");
+        assert_eq!(
+            err.0,
+            vec![
+                "ROBOT_RATE_LIMIT_WAIT_TIME: \"4000000000000000h\" is not a duration; use Go syntax like 10s, \
+                 1m30s, 500ms (at most 2562047h47m16.854775807s)"
+            ]
+        );
+        let max = with_token(&[("ROBOT_ENABLED", "true"), ("ROBOT_RATE_LIMIT_WAIT_TIME", "2562047h47m16.854775807s")])
+            .expect("Go's largest duration");
+        let wait = max.robot.expect("enabled").rate_limit_wait;
+        assert!(std::time::Instant::now().checked_add(wait).is_some(), "{wait:?} fits an Instant");
     }
 
     #[test]

@@ -24,6 +24,14 @@ use hcloud_api::robot::{RobotClient, RobotError, RobotReset, RobotServer};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+/// When a circuit opened at `now` for `wait` closes. The configuration stops at Go's largest
+/// duration (about 292 years), which an `Instant` holds; a longer wait (only through
+/// [`RobotInventory::new`]) is cut to a century rather than overflow.
+fn circuit_end(now: Instant, wait: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(wait).or_else(|| now.checked_add(CENTURY)).unwrap_or(now)
+}
+
 #[derive(Default)]
 struct State {
     list: Option<(Instant, Arc<Vec<RobotServer>>)>,
@@ -102,7 +110,7 @@ impl RobotInventory {
                 warn!(error = %e, "Robot webservice rate limit (ROBOT_RATE_LIMIT_WAIT_TIME=0: no wait)");
             } else {
                 warn!(error = %e, wait = ?self.rate_limit_wait, "Robot webservice rate limit: no Robot requests for the wait time");
-                self.lock().circuit = Some((Instant::now() + self.rate_limit_wait, e.to_string()));
+                self.lock().circuit = Some((circuit_end(Instant::now(), self.rate_limit_wait), e.to_string()));
             }
         }
         result
