@@ -280,11 +280,13 @@ impl Routes for Unsupported {
     }
 }
 
-/// `"a"` + the UID without dashes, cut to 32 characters (upstream `DefaultLoadBalancerName`).
+/// `"a"` + the UID without dashes, cut to 32 bytes (upstream `DefaultLoadBalancerName`; a
+/// UID is ASCII, anything else is cut before the character that would pass byte 32).
 pub fn default_load_balancer_name(service: &Service) -> String {
     let uid = service.metadata.uid.as_deref().unwrap_or_default();
     let mut name: String = std::iter::once('a').chain(uid.chars().filter(|c| *c != '-')).collect();
-    name.truncate(32);
+    let cut = (0..=32.min(name.len())).rev().find(|i| name.is_char_boundary(*i)).unwrap_or(0);
+    name.truncate(cut);
     name
 }
 
@@ -298,5 +300,14 @@ mod tests {
         svc.metadata.uid = Some("1c5a4b1d-9a6e-4a80-8b4f-0e5e8a0c9f11".into());
         assert_eq!(default_load_balancer_name(&svc), "a1c5a4b1d9a6e4a808b4f0e5e8a0c9f1");
         assert_eq!(default_load_balancer_name(&svc).len(), 32);
+    }
+
+    #[test]
+    fn default_lb_name_of_a_non_ascii_uid_is_cut_at_a_character() {
+        // Found by fuzzing (fuzz/ service_spec): `String::truncate(32)` panicked when byte 32
+        // fell inside a character. A UID is a UUID in practice, but this is outside input.
+        let mut svc = Service::default();
+        svc.metadata.uid = Some(format!("{}é-tail", "0".repeat(30)));
+        assert_eq!(default_load_balancer_name(&svc), format!("a{}", "0".repeat(30)), "é would end at byte 33");
     }
 }
