@@ -72,7 +72,9 @@ fn duration(var: &impl Fn(&str) -> Option<String>, errors: &mut Vec<String>, k: 
     match var(k) {
         None => default,
         Some(v) => parse_go_duration(&v).unwrap_or_else(|| {
-            errors.push(format!("{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms (at most {GO_DURATION_MAX})"));
+            errors.push(format!(
+                "{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms (at most {GO_DURATION_MAX})"
+            ));
             default
         }),
     }
