@@ -209,3 +209,61 @@ async fn a_locked_load_balancer_is_retried_after_a_delay() {
     assert_eq!(only_lb(&s.h).services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![81]);
     assert_eq!(target_ids(&only_lb(&s.h)), Vec::<u64>::new());
 }
+
+/// Another Service's UID, in another namespace.
+const VICTIM_UID: &str = "9a8b7c6d-0000-4e0b-9c1d-2e3f4a5b6c7d";
+
+#[tokio::test]
+async fn a_load_balancer_of_another_service_is_never_adopted_by_name() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let mut victim = service(&[(a::NAME, "shop-lb")], &[(443, "TCP", 30443)]);
+    victim.metadata.namespace = Some("payments".into());
+    victim.metadata.uid = Some(VICTIM_UID.into());
+    s.lbs.ensure_load_balancer("k", &victim, &nodes).await.expect("the victim's Load Balancer");
+    settle(&s).await;
+    let before = only_lb(&s.h);
+    s.h.reset_requests();
+
+    // A Service elsewhere names that Load Balancer.
+    let intruder = service(&[(a::NAME, "shop-lb")], &[(80, "TCP", 30080)]);
+    for call in 0..2 {
+        let err = if call == 0 {
+            s.lbs.ensure_load_balancer("k", &intruder, &nodes).await.map(|_| ()).expect_err("adopted")
+        } else {
+            s.lbs.update_load_balancer("k", &intruder, &nodes).await.expect_err("adopted")
+        };
+        assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
+        let text = err.to_string();
+        assert!(text.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{text}");
+        assert!(text.contains(&format!("hcloud-ccm/service-uid={VICTIM_UID}")), "{text}");
+        assert!(text.contains("load-balancer.hetzner.cloud/name"), "{text}");
+    }
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
+    assert_eq!(s.lbs.get_load_balancer("k", &intruder).await.expect("get"), None);
+
+    // Deleting the intruder leaves the victim's Load Balancer alone.
+    s.lbs.ensure_load_balancer_deleted("k", &intruder).await.expect("nothing to delete");
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
+    assert_eq!(only_lb(&s.h), before);
+    assert!(s.lbs.get_load_balancer("k", &victim).await.expect("get").is_some());
+}
+
+#[tokio::test]
+async fn a_load_balancer_labelled_by_another_system_is_never_adopted_by_name() {
+    let s = setup().await;
+    let mut lb = SeedLoadBalancer::new("shared");
+    lb.labels.insert("hcloud-ccm/service-uid".into(), "other-cluster".into());
+    s.h.seed_load_balancer(&lb).expect("lb");
+    let before = only_lb(&s.h);
+    s.h.reset_requests();
+    let err = s
+        .lbs
+        .ensure_load_balancer("k", &service(&[(a::NAME, "shared")], &[(80, "TCP", 30080)]), &[])
+        .await
+        .expect_err("adopted");
+    assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
+    assert!(err.to_string().contains("hcloud-ccm/service-uid=other-cluster"), "{err}");
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
+    assert_eq!(only_lb(&s.h), before);
+}

@@ -51,8 +51,8 @@ pub enum Found {
     None,
     /// The Load Balancer carrying the Service's UID label.
     ByLabel(Arc<LoadBalancer>),
-    /// A Load Balancer with the Service's Load Balancer name but without its UID label (to be
-    /// adopted).
+    /// A Load Balancer with the Service's Load Balancer name but without its UID label: adopted
+    /// only if it carries no identity label at all ([`super::plan::check_adoption`]).
     ByName(Arc<LoadBalancer>),
 }
 

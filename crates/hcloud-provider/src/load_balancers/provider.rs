@@ -15,7 +15,7 @@ use super::annotations::{self as a, Reader};
 use super::catalog::{Catalog, CatalogError};
 use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
-use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
+use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
 use super::services::desired_services;
 use super::spec::{InvalidService, LbSpec, StatusSpec, service_key};
 use super::status::status;
@@ -29,6 +29,9 @@ use crate::robot::instances::robot_error;
 
 /// The reason of errors caused by the Service's own configuration.
 const INVALID: &str = "InvalidLoadBalancerConfiguration";
+
+/// The reason of a refused adoption (the Load Balancer carries another Service's UID label).
+const OWNED_ELSEWHERE: &str = "LoadBalancerOwnedElsewhere";
 
 /// The type a Load Balancer is created with when none is configured (official CCM).
 const DEFAULT_TYPE: &str = "lb11";
@@ -249,6 +252,11 @@ impl HcloudLoadBalancers {
         let lb = match found {
             Found::ByLabel(lb) => lb,
             Found::ByName(lb) => {
+                // Refused before anything is planned: nothing is sent for someone else's.
+                check_adoption(&lb, &spec.uid).map_err(|e| {
+                    warn!(service = %service, load_balancer = %e.id, owner = %e.owner, "not adopting a Load Balancer labelled for someone else");
+                    CloudError::failed(OWNED_ELSEWHERE, format!("Service {service}: {e}"))
+                })?;
                 info!(service = %service, load_balancer = %lb.id, name = %lb.name, "adopting the Load Balancer with this Service's name");
                 lb
             }
