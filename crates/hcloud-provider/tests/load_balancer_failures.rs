@@ -5,12 +5,17 @@
 
 mod lb_support;
 
+use std::time::Duration;
+
 use cloud_provider::CloudError;
 use cloud_provider::LoadBalancer as _;
 use hcloud_fake::control::{ActionFailure, ResourceRef, SeedLoadBalancer, SeedServer};
 use hcloud_fake::faults::FaultRule;
+use hcloud_provider::load_balancers::LbDefaults;
 use hcloud_provider::load_balancers::annotations as a;
+use hcloud_provider::load_balancers::tracker::TrackerPolicy;
 use lb_support::*;
+use tokio::time::Instant;
 
 #[tokio::test]
 async fn a_lost_create_answer_never_duplicates_the_load_balancer() {
@@ -266,4 +271,43 @@ async fn a_load_balancer_labelled_by_another_system_is_never_adopted_by_name() {
     assert!(err.to_string().contains("hcloud-ccm/service-uid=other-cluster"), "{err}");
     assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
     assert_eq!(only_lb(&s.h), before);
+}
+
+#[tokio::test]
+async fn an_action_that_never_finishes_fails_the_sync_after_the_deadline_and_frees_the_service() {
+    let deadline = Duration::from_millis(500);
+    let defaults = LbDefaults { location: Some("fsn1".into()), ..Default::default() };
+    let s = setup_with_policy(defaults, None, TrackerPolicy { wait_deadline: deadline, ..fast_policy() }).await;
+    // The create's action never finishes; the reverse DNS needs the Load Balancer unlocked.
+    s.h.set_action_delay(Duration::from_secs(3600));
+    let svc = service(&[(a::IPV4_RDNS, "lb.example.com")], &[(80, "TCP", 30080)]);
+    let sync = async || {
+        tokio::time::timeout(Duration::from_secs(10), s.lbs.ensure_load_balancer("k", &svc, &[]))
+            .await
+            .expect("the wait has no deadline: the sync hangs holding the Service's lock")
+            .map(|_| ())
+    };
+    let started = Instant::now();
+    let err = sync().await.expect_err("the action is still running");
+    assert!(started.elapsed() >= deadline, "gave up after {:?}", started.elapsed());
+    assert_eq!(err.reason(), "LoadBalancerActionTimeout");
+    assert!(matches!(err, CloudError::Failed { transient: true, .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("action create_load_balancer ("), "{text}");
+    assert!(text.contains("still running 500ms after it was started"), "{text}");
+    assert_eq!(mutating(&s.h), vec!["POST /v1/load_balancers"], "nothing sent after the wait");
+
+    // The next sync is not blocked: it fails at once (one fresh poll), without waiting again.
+    let again = Instant::now();
+    let err = sync().await.expect_err("still running");
+    assert_eq!(err.reason(), "LoadBalancerActionTimeout");
+    assert!(again.elapsed() < deadline, "waited {:?} again", again.elapsed());
+
+    // Once the action has finished, the sync goes on.
+    s.h.finish_all_actions();
+    s.h.set_action_delay(Duration::from_millis(30));
+    sync().await.expect("after the action");
+    settle(&s).await;
+    assert_eq!(only_lb(&s.h).public_net.ipv4.dns_ptr.as_deref(), Some("lb.example.com"));
+    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1);
 }

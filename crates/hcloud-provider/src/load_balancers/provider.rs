@@ -78,6 +78,15 @@ fn catalog_error(service: &str, e: CatalogError) -> CloudError {
     }
 }
 
+fn wait_error(id: LoadBalancerId) -> impl FnOnce(WaitError) -> CloudError {
+    move |e| match e {
+        WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
+        WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
+        // Says nothing about the Load Balancer itself: transient, retried with backoff.
+        e @ WaitError::Timeout { .. } => CloudError::transient("LoadBalancerActionTimeout", e.to_string(), None),
+    }
+}
+
 fn lookup_error(service: &str, e: LookupError) -> CloudError {
     match e {
         e @ LookupError::NotUnique { .. } => {
@@ -402,10 +411,7 @@ impl HcloudLoadBalancers {
         full.extend(plan.max_targets_reached);
         let mut reload = false;
         for op in &plan.ops {
-            self.tracker.wait_for(id, since).await.map_err(|e| match e {
-                WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
-                WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
-            })?;
+            self.tracker.wait_for(id, since).await.map_err(wait_error(id))?;
             info!(load_balancer = %id, "{}", op.describe());
             match self.send(id, op).await {
                 Ok(Some(action)) => self.tracker.track(id, &action, op.describe(), Some(owner.clone())),
@@ -449,10 +455,7 @@ impl HcloudLoadBalancers {
         }
         if reload {
             // The private IP the API picked is needed for the status.
-            self.tracker
-                .wait_for(id, since)
-                .await
-                .map_err(|e| CloudError::failed("LoadBalancerActionFailed", e.to_string()))?;
+            self.tracker.wait_for(id, since).await.map_err(wait_error(id))?;
             self.inventory.mark_stale(id);
         }
         let current = match self.inventory.get(id).await {

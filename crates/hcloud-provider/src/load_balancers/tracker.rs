@@ -4,7 +4,11 @@
 //! - A change whose next step needs the Load Balancer unlocked (the API locks it while one
 //!   of its actions runs) waits for that Load Balancer's actions ([`ActionTracker::wait_for`]);
 //!   waiters poll on a schedule that starts fast and slows down (250 ms, ×1.5, up to 2 s), and
-//!   a poll serves every waiter and every outstanding action.
+//!   a poll serves every waiter and every outstanding action. An action is given
+//!   [`TrackerPolicy::wait_deadline`] from when it was started: a waiter on a Load Balancer
+//!   whose action is older fails ([`WaitError::Timeout`], after one fresh poll) instead of
+//!   holding the Service's lock for ever; the action stays tracked, and the Service's next
+//!   sync waits again only if it is still running.
 //! - The last changes of a reconcile are not waited for: the reconcile returns once the API
 //!   accepted them, and a background sweep (first after 1 s, then slower, up to 10 s) confirms
 //!   them in batches. A failed action marks its Load Balancer stale in the inventory (read
@@ -35,7 +39,18 @@ pub struct TrackerPolicy {
     pub sweep_initial: Duration,
     /// The sweep's slowest poll.
     pub sweep_max: Duration,
+    /// How long an action may run, from when it was started, before waiters on its Load
+    /// Balancer give up.
+    pub wait_deadline: Duration,
 }
+
+/// The default [`TrackerPolicy::wait_deadline`]. Load Balancer actions (create, attach,
+/// change_type, targets, services) finish within seconds to about a minute; an action running
+/// for two minutes is stuck on Hetzner's side. Every waiter holds its Service's lock, and with
+/// upstream's default `--concurrent-service-syncs=1` the only service worker: waiting longer
+/// would stall every Service. Giving up costs nothing: nothing was sent after the wait, the
+/// action stays tracked, and the sync is retried with backoff.
+pub const DEFAULT_WAIT_DEADLINE: Duration = Duration::from_secs(120);
 
 impl Default for TrackerPolicy {
     fn default() -> Self {
@@ -44,6 +59,7 @@ impl Default for TrackerPolicy {
             wait_max: Duration::from_secs(2),
             sweep_initial: Duration::from_secs(1),
             sweep_max: Duration::from_secs(10),
+            wait_deadline: DEFAULT_WAIT_DEADLINE,
         }
     }
 }
@@ -142,28 +158,50 @@ impl ActionTracker {
         self.lock().pending.len()
     }
 
-    fn has_pending(&self, lb: LoadBalancerId) -> bool {
-        self.lock().pending.values().any(|t| t.lb == lb)
+    /// The outstanding actions of `lb`: (id, command, when tracked), oldest first.
+    fn pending_of(&self, lb: LoadBalancerId) -> Vec<(ActionId, String, Instant)> {
+        let mut out: Vec<_> = self
+            .lock()
+            .pending
+            .iter()
+            .filter(|(_, t)| t.lb == lb)
+            .map(|(id, t)| (*id, t.command.clone(), t.at))
+            .collect();
+        out.sort_by_key(|(id, _, at)| (*at, *id));
+        out
     }
 
     /// Waits until no action of `lb` is outstanding. Fails if an action of `lb` tracked at or
     /// after `since` ended with an error (earlier failures were reported already: event, fresh
-    /// read), or if a poll failed for good.
+    /// read), if a poll failed for good, or if an action is still running
+    /// [`TrackerPolicy::wait_deadline`] after it was started (checked after at least one poll
+    /// of this wait).
     pub async fn wait_for(&self, lb: LoadBalancerId, since: Instant) -> Result<(), WaitError> {
         let mut interval = self.policy.wait_initial;
+        let mut polled = false;
         loop {
             if let Some((at, message)) = self.lock().failed.remove(&lb)
                 && at >= since
             {
                 return Err(WaitError::Failed(ActionFailed(message)));
             }
-            if !self.has_pending(lb) {
+            let pending = self.pending_of(lb);
+            let Some((_, _, oldest)) = pending.first() else {
                 return Ok(());
+            };
+            let deadline = *oldest + self.policy.wait_deadline;
+            let now = Instant::now();
+            if polled && now >= deadline {
+                return Err(WaitError::Timeout {
+                    lb,
+                    deadline: self.policy.wait_deadline,
+                    running: pending.into_iter().map(|(id, command, _)| (id, command)).collect(),
+                });
             }
-            let asked = Instant::now();
-            tokio::time::sleep(interval).await;
+            tokio::time::sleep(interval.min(deadline.saturating_duration_since(now))).await;
             interval = interval.mul_f64(1.5).min(self.policy.wait_max);
-            self.poll(asked).await.map_err(WaitError::Poll)?;
+            self.poll(now).await.map_err(WaitError::Poll)?;
+            polled = true;
         }
     }
 
@@ -252,6 +290,22 @@ pub enum WaitError {
     /// Polling failed for good (e.g. the request was not allowed to be sent).
     #[error("polling Load Balancer actions: {0}")]
     Poll(Error),
+    /// An action of the Load Balancer is still running after the deadline.
+    #[error(
+        "Load Balancer {lb}: {} still running {deadline:?} after {}; nothing more is changed until {} \
+         finishes, the sync is retried",
+        running.iter().map(|(id, c)| format!("action {c} ({id})")).collect::<Vec<_>>().join(", "),
+        if running.len() == 1 { "it was started" } else { "the oldest was started" },
+        if running.len() == 1 { "it" } else { "they" }
+    )]
+    Timeout {
+        /// The Load Balancer.
+        lb: LoadBalancerId,
+        /// The deadline ([`TrackerPolicy::wait_deadline`]).
+        deadline: Duration,
+        /// Its running actions: (id, command).
+        running: Vec<(ActionId, String)>,
+    },
 }
 
 /// Confirms outstanding actions in the background: first after `sweep_initial`, then slower,
