@@ -311,3 +311,105 @@ async fn an_action_that_never_finishes_fails_the_sync_after_the_deadline_and_fre
     assert_eq!(only_lb(&s.h).public_net.ipv4.dns_ptr.as_deref(), Some("lb.example.com"));
     assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1);
 }
+
+#[tokio::test]
+async fn a_deleted_service_leaves_no_uncertain_mark_behind() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    // The answer to the create is lost (and it did not happen): the UID is marked uncertain.
+    s.h.inject_fault(FaultRule::reset(Some("POST"), "/v1/load_balancers").times(1));
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("lost");
+    assert_eq!(s.lbs.inventory().uncertain_len(), 1);
+    // The Service is deleted: the controller asks for its Load Balancer (none), then is done.
+    let mut deleted = svc.clone();
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()));
+    assert_eq!(s.lbs.get_load_balancer("k", &deleted).await.expect("get"), None);
+    assert_eq!(s.lbs.inventory().uncertain_len(), 0, "forgotten once the Service is being deleted");
+
+    // The same through ensure_load_balancer_deleted (a Service gone from the controller's cache).
+    s.h.inject_fault(FaultRule::reset(Some("POST"), "/v1/load_balancers").times(1));
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("lost");
+    assert_eq!(s.lbs.inventory().uncertain_len(), 1);
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("nothing to delete");
+    assert_eq!(s.lbs.inventory().uncertain_len(), 0);
+    assert!(s.h.snapshot().load_balancers.is_empty());
+}
+
+#[tokio::test]
+async fn a_deleted_load_balancer_leaves_no_failure_behind_in_the_tracker() {
+    for protected in [false, true] {
+        let s = setup().await;
+        let mut nodes = seed_nodes(&s.h, 1, None);
+        let svc = service(&[], &[(80, "TCP", 30080)]);
+        s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+        settle(&s).await;
+        let id = only_lb(&s.h).id;
+        if protected {
+            hcloud_api::Client::load_balancers(&client(&s.fake))
+                .change_protection(hcloud_api::models::LoadBalancerId(id as i64), true)
+                .await
+                .expect("protect");
+            s.h.finish_all_actions();
+            s.lbs.inventory().mark_stale(hcloud_api::models::LoadBalancerId(id as i64));
+        }
+        // The last change's action fails in the background: recorded for the next waiter.
+        nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
+        s.h.fail_next_actions(ActionFailure {
+            count: 1,
+            command: Some("add_target".into()),
+            code: "action_failed".into(),
+            message: "boom".into(),
+        });
+        s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
+        settle(&s).await;
+        assert_eq!(s.lbs.tracker().failed_len(), 1);
+        // The Service goes (its Load Balancer with it, or kept for its protection).
+        s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("deleted");
+        assert_eq!(s.h.snapshot().load_balancers.len(), usize::from(protected));
+        assert_eq!(
+            (s.lbs.tracker().failed_len(), s.lbs.tracker().outstanding(), s.lbs.inventory().uncertain_len()),
+            (0, 0, 0),
+            "protected: {protected}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failure_of_a_load_balancer_deleted_outside_is_dropped_with_the_next_failure() {
+    let s = setup().await;
+    let mut nodes = seed_nodes(&s.h, 1, None);
+    nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
+    let fail_add_target = || ActionFailure {
+        count: 1,
+        command: Some("add_target".into()),
+        code: "action_failed".into(),
+        message: "boom".into(),
+    };
+    let mut services = Vec::new();
+    for (uid, port) in [(UID, 80), (VICTIM_UID, 81)] {
+        let mut svc = service(&[], &[(port, "TCP", 30000 + port)]);
+        svc.metadata.uid = Some(uid.into());
+        s.lbs.ensure_load_balancer("k", &svc, &nodes[..1]).await.expect("ensure");
+        settle(&s).await;
+        services.push(svc);
+    }
+    let (first, second) = (&services[0], &services[1]);
+    s.h.fail_next_actions(fail_add_target());
+    s.lbs.update_load_balancer("k", first, &nodes).await.expect("accepted");
+    settle(&s).await;
+    assert_eq!(s.lbs.tracker().failed_len(), 1);
+    // The first Load Balancer is deleted outside the CCM; its Service's next sync finds it gone.
+    let uid_of = |l: &hcloud_fake::wire::LoadBalancer| l.labels.get("hcloud-ccm/service-uid").cloned();
+    let gone = s.h.snapshot().load_balancers.into_iter().find(|l| uid_of(l).as_deref() == Some(UID)).expect("lb").id;
+    client(&s.fake).load_balancers().delete(hcloud_api::models::LoadBalancerId(gone as i64)).await.expect("delete");
+    s.lbs.update_load_balancer("k", first, &nodes).await.expect("nothing to update");
+    assert!(!s.lbs.inventory().contains(hcloud_api::models::LoadBalancerId(gone as i64)));
+    // The next failure (of the second Load Balancer) drops the first one's.
+    s.h.fail_next_actions(fail_add_target());
+    s.lbs.update_load_balancer("k", second, &nodes).await.expect("accepted");
+    settle(&s).await;
+    assert_eq!(s.events.with_reason("LoadBalancerActionFailed").len(), 2);
+    assert_eq!(s.lbs.tracker().failed_len(), 1, "only the second Load Balancer's failure");
+}

@@ -17,7 +17,7 @@ use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
 use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
 use super::services::desired_services;
-use super::spec::{InvalidService, LbSpec, StatusSpec, service_key};
+use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
 use super::status::status;
 use super::targets::{RobotTargets, ServerTarget, desired_targets};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
@@ -461,6 +461,7 @@ impl HcloudLoadBalancers {
         let current = match self.inventory.get(id).await {
             Ok(Some(lb)) => lb,
             Ok(None) => {
+                self.tracker.forget(id);
                 return Err(CloudError::transient(
                     "LoadBalancerNotFound",
                     format!("Load Balancer {} ({id}) is gone", lb.name),
@@ -504,6 +505,11 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
         let service = service_key(svc);
         let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
+        if lb.is_none() && leaving(svc) {
+            // The controller deletes nothing when nothing is found: forgotten here (the API was
+            // asked if a create was uncertain).
+            self.inventory.forget_uncertain(uid);
+        }
         Ok(lb.map(|lb| status(&lb, &self.lenient_status(svc))))
     }
 
@@ -545,50 +551,5 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     }
 }
 
-impl HcloudLoadBalancers {
-    async fn delete(&self, svc: &Service, uid: &str, service: &str) -> Result<(), CloudError> {
-        let Some(lb) = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(service, e))? else {
-            debug!(service, "no Load Balancer to delete");
-            return Ok(());
-        };
-        let protected = |lb: &LoadBalancer| {
-            self.publish(ProviderEvent::warning(
-                EventObject::service(svc),
-                "LoadBalancerDeletionProtected",
-                format!(
-                    "Load Balancer {} ({}) has delete protection and is kept; remove the protection and delete it \
-                     yourself if it is no longer needed",
-                    lb.name, lb.id
-                ),
-            ));
-        };
-        if lb.protection.delete {
-            info!(service, load_balancer = %lb.id, "ignored: load balancer deletion protected");
-            protected(&lb);
-            return Ok(());
-        }
-        if let Err(e) = self.tracker.wait_for(lb.id, tokio::time::Instant::now()).await {
-            debug!(load_balancer = %lb.id, error = %e, "an earlier action failed; deleting anyway");
-        }
-        info!(service, load_balancer = %lb.id, name = %lb.name, "deleting Load Balancer");
-        match self.client.load_balancers().delete(lb.id).await {
-            Ok(()) => {
-                self.inventory.remove(lb.id);
-                Ok(())
-            }
-            Err(e) if e.is_not_found() => {
-                self.inventory.remove(lb.id);
-                Ok(())
-            }
-            Err(e) if e.code() == Some(&ErrorCode::Protected) => {
-                self.inventory.mark_stale(lb.id);
-                protected(&lb);
-                Ok(())
-            }
-            Err(e) => {
-                self.inventory.mark_stale(lb.id);
-                Err(api_error(&format!("Service {service}: deleting Load Balancer {} ({})", lb.name, lb.id), e))
-            }
-        }
-    }
-}
+#[path = "deletion.rs"]
+mod deletion;

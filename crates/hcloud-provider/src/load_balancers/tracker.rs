@@ -13,7 +13,9 @@
 //!   accepted them, and a background sweep (first after 1 s, then slower, up to 10 s) confirms
 //!   them in batches. A failed action marks its Load Balancer stale in the inventory (read
 //!   again before its next use), raises a Warning event on the Service and is reported to the
-//!   next waiter on that Load Balancer.
+//!   next waiter on that Load Balancer. A deleted Load Balancer is forgotten
+//!   ([`ActionTracker::forget`]); the failures of ones that vanished otherwise (no longer in
+//!   the inventory) are dropped with the next failure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -153,6 +155,19 @@ impl ActionTracker {
         }
     }
 
+    /// Forgets `lb` (deleted, or no longer a Service's): its outstanding actions and its last
+    /// failure.
+    pub fn forget(&self, lb: LoadBalancerId) {
+        let mut s = self.lock();
+        s.pending.retain(|_, t| t.lb != lb);
+        s.failed.remove(&lb);
+    }
+
+    /// How many Load Balancers have a failure not yet reported to a waiter (for tests).
+    pub fn failed_len(&self) -> usize {
+        self.lock().failed.len()
+    }
+
     /// How many actions are outstanding.
     pub fn outstanding(&self) -> usize {
         self.lock().pending.len()
@@ -267,7 +282,13 @@ impl ActionTracker {
         let text = format!("Load Balancer {lb}: {what} failed: action {command}: {message}");
         warn!("{text}");
         self.inventory.mark_stale(lb);
-        self.lock().failed.insert(lb, (at, text.clone()));
+        {
+            let mut s = self.lock();
+            // Failures of Load Balancers that are gone (deleted outside the CCM) are never
+            // waited for: dropped, so the map stays bounded by the Load Balancers that exist.
+            s.failed.retain(|id, _| self.inventory.contains(*id));
+            s.failed.insert(lb, (at, text.clone()));
+        }
         if let Some(owner) = owner {
             let sink = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
             sink.publish(ProviderEvent::warning(
