@@ -176,12 +176,7 @@ async fn a_failed_action_marks_the_load_balancer_for_a_fresh_read_and_raises_an_
     s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
     settle(&s).await;
     nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
-    s.h.fail_next_actions(ActionFailure {
-        count: 1,
-        command: Some("add_target".into()),
-        code: "action_failed".into(),
-        message: "boom".into(),
-    });
+    s.h.fail_next_actions(fail_add_target());
     s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
     settle(&s).await;
     let ev = s.events.with_reason("LoadBalancerActionFailed");
@@ -213,6 +208,11 @@ async fn a_locked_load_balancer_is_retried_after_a_delay() {
     settle(&s).await;
     assert_eq!(only_lb(&s.h).services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![81]);
     assert_eq!(target_ids(&only_lb(&s.h)), Vec::<u64>::new());
+}
+
+/// The next `add_target` action fails with `boom`.
+fn fail_add_target() -> ActionFailure {
+    ActionFailure { count: 1, command: Some("add_target".into()), code: "action_failed".into(), message: "boom".into() }
 }
 
 /// Another Service's UID, in another namespace.
@@ -356,12 +356,7 @@ async fn a_deleted_load_balancer_leaves_no_failure_behind_in_the_tracker() {
         }
         // The last change's action fails in the background: recorded for the next waiter.
         nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
-        s.h.fail_next_actions(ActionFailure {
-            count: 1,
-            command: Some("add_target".into()),
-            code: "action_failed".into(),
-            message: "boom".into(),
-        });
+        s.h.fail_next_actions(fail_add_target());
         s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
         settle(&s).await;
         assert_eq!(s.lbs.tracker().failed_len(), 1);
@@ -381,12 +376,6 @@ async fn a_failure_of_a_load_balancer_deleted_outside_is_dropped_with_the_next_f
     let s = setup().await;
     let mut nodes = seed_nodes(&s.h, 1, None);
     nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
-    let fail_add_target = || ActionFailure {
-        count: 1,
-        command: Some("add_target".into()),
-        code: "action_failed".into(),
-        message: "boom".into(),
-    };
     let mut services = Vec::new();
     for (uid, port) in [(UID, 80), (VICTIM_UID, 81)] {
         let mut svc = service(&[], &[(port, "TCP", 30000 + port)]);
