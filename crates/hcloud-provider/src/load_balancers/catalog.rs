@@ -6,6 +6,7 @@
 //! created only when missing — the official CCM sends a create on every reconcile and treats
 //! `uniqueness_error` as "exists".
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -157,20 +158,34 @@ impl Catalog {
     ) -> Result<Vec<CertificateId>, CatalogError> {
         match &spec.certificates {
             CertificateSpec::None => Ok(Vec::new()),
-            CertificateSpec::Uploaded(refs) => {
-                let mut out = Vec::with_capacity(refs.len());
-                for r in refs {
-                    match r {
-                        CertRef::Id(id) => out.push(*id),
-                        CertRef::Name(name) => out.push(self.certificate_by_name(name).await?),
-                    }
-                }
-                Ok(out)
-            }
+            CertificateSpec::Uploaded(refs) => self.uploaded(refs).await,
             CertificateSpec::Managed { name, domains, staging } => {
                 Ok(vec![self.managed(spec, name, domains, *staging, owner).await?])
             }
         }
+    }
+
+    /// The certificate ids of the ports with their own `http-certificates` (from the same
+    /// cached list: no request when every name is known).
+    pub async fn port_certificates(&self, spec: &LbSpec) -> Result<BTreeMap<u16, Vec<CertificateId>>, CatalogError> {
+        let mut out = BTreeMap::new();
+        for (port, settings) in &spec.port_settings {
+            if let Some(refs) = &settings.certificates {
+                out.insert(*port, self.uploaded(refs).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn uploaded(&self, refs: &[CertRef]) -> Result<Vec<CertificateId>, CatalogError> {
+        let mut out = Vec::with_capacity(refs.len());
+        for r in refs {
+            match r {
+                CertRef::Id(id) => out.push(*id),
+                CertRef::Name(name) => out.push(self.certificate_by_name(name).await?),
+            }
+        }
+        Ok(out)
     }
 
     async fn certificate_by_name(&self, name: &str) -> Result<CertificateId, CatalogError> {

@@ -27,6 +27,7 @@ pub mod catalog;
 pub mod defaults;
 pub mod lb_inventory;
 pub mod plan;
+mod ports;
 mod provider;
 pub mod services;
 pub mod spec;

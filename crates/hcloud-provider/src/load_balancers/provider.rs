@@ -16,7 +16,7 @@ use super::catalog::{Catalog, CatalogError};
 use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
 use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
-use super::services::desired_services;
+use super::services::desired_services_by_port;
 use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
 use super::status::status;
 use super::targets::{RobotTargets, ServerTarget, desired_targets};
@@ -251,7 +251,8 @@ impl HcloudLoadBalancers {
             None => None,
         };
         let certificates = self.catalog.certificates_for(spec, &owner).await.map_err(|e| catalog_error(service, e))?;
-        let services = desired_services(spec, &certificates);
+        let port_certificates = self.catalog.port_certificates(spec).await.map_err(|e| catalog_error(service, e))?;
+        let services = desired_services_by_port(spec, &certificates, &port_certificates);
         let want = Desired { spec, services: &services, targets: &targets, lb_type: lb_type.as_ref() };
 
         // Failures of actions tracked before this lookup were handled already (event, fresh read).
