@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::lb::{fresh_namespace, ingress, lb_of, lb_service, server_nodes, wait_lb};
+use common::lb::{fresh_namespace, ingress, lb_of, lb_service, requests_of_an_unchanged_sync, server_nodes, wait_lb};
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
 use hcloud_fake::control::SeedCertificate;
@@ -19,14 +19,6 @@ const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
 async fn patch_annotations(api: &Api<Service>, name: &str, annotations: serde_json::Value) {
     let body = serde_json::json!({"metadata": {"annotations": annotations}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&body)).await.expect("patch service");
-}
-
-/// How many times the Service's Load Balancer was ensured (the aggregated event's count).
-async fn ensured_count(env: &Env, name: &str) -> i32 {
-    events_for(&env.client, "Service", name)
-        .await
-        .map(|events| events.iter().filter(|e| e.reason == "EnsuredLoadBalancer").map(|e| e.count).sum())
-        .unwrap_or(0)
 }
 
 #[tokio::test]
@@ -85,13 +77,7 @@ async fn per_port_protocol_certificate_and_proxy_protocol() {
     assert_eq!(h.request_count("POST /v1/load_balancers/{id}/actions/add_service"), 0, "all in the create");
 
     // A sync where nothing changed (an unrelated annotation) sends no request at all.
-    wait_until(REACT, "the first sync is recorded", async || ensured_count(&env, "web").await >= 1).await.unwrap();
-    let before = ensured_count(&env, "web").await;
-    let requests = h.request_log().len();
-    patch_annotations(&api, "web", serde_json::json!({"example.com/touched": "1"})).await;
-    wait_until(REACT, "the Service is synced again", async || ensured_count(&env, "web").await > before).await.unwrap();
-    let extra: Vec<_> = h.request_log().into_iter().skip(requests).map(|r| r.endpoint).collect();
-    assert_eq!(extra, Vec::<String>::new(), "no Hetzner request in a sync where nothing changed");
+    assert_eq!(requests_of_an_unchanged_sync(&env, &api, "web").await, Vec::<String>::new());
 
     // A bad per-port value: a Warning naming the annotation, the port and what is accepted;
     // nothing is sent.

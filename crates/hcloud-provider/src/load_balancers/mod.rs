@@ -26,6 +26,7 @@ pub mod annotations;
 pub mod catalog;
 pub mod defaults;
 pub mod lb_inventory;
+pub mod managed_cert;
 pub mod plan;
 mod ports;
 mod provider;

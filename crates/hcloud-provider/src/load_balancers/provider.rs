@@ -252,7 +252,7 @@ impl HcloudLoadBalancers {
         };
         let certificates = self.catalog.certificates_for(spec, &owner).await.map_err(|e| catalog_error(service, e))?;
         let port_certificates = self.catalog.port_certificates(spec).await.map_err(|e| catalog_error(service, e))?;
-        let services = desired_services_by_port(spec, &certificates, &port_certificates);
+        let services = desired_services_by_port(spec, &certificates.ids, &port_certificates);
         let want = Desired { spec, services: &services, targets: &targets, lb_type: lb_type.as_ref() };
 
         // Failures of actions tracked before this lookup were handled already (event, fresh read).
@@ -284,6 +284,8 @@ impl HcloudLoadBalancers {
         };
         let plan = plan_update(&lb, &want);
         let lb = self.execute(&lb, plan, &owner, &targets, &mut full, since).await?;
+        // Replaced managed certificates go only once the services use the new one.
+        self.catalog.retire(&certificates.retire, &lb, spec, &owner).await;
         let mut reported = BTreeSet::new();
         for t in full.into_iter().filter(|t| reported.insert(t.node.clone())) {
             self.publish(ProviderEvent::warning(
