@@ -83,6 +83,7 @@ async fn managed_certificate_domains_change() {
 
     // New domains: a new certificate is issued; port 443 keeps an issued certificate at every
     // moment and switches once the new one is issued; the old one is deleted.
+    let log_start = h.request_log().len();
     set_domains(&api, "shop", "new.example.com").await;
     let mut samples = 0;
     let mut saw_pending = false;
@@ -103,6 +104,14 @@ async fn managed_certificate_domains_change() {
     .unwrap();
     assert!(saw_pending && samples > 1, "the switch waited for the issuance ({samples} samples)");
     let [(new, _, _)] = certificates(&h, &uid)[..] else { panic!() };
+    // What the change cost: one create, one update_service, the old one's delete (twice when
+    // the first met the running update), and at most one certificate list per sync.
+    let sent: Vec<String> = h.request_log().into_iter().skip(log_start).map(|r| r.endpoint).collect();
+    let count = |e: &str| sent.iter().filter(|s| *s == e).count();
+    assert_eq!(count("POST /v1/certificates"), 1, "{sent:?}");
+    assert_eq!(count("POST /v1/load_balancers/{id}/actions/update_service"), 1, "{sent:?}");
+    assert!((1..=2).contains(&count("DELETE /v1/certificates/{id}")), "{sent:?}");
+    assert!(count("GET /v1/certificates") <= 2, "{sent:?}");
     assert_ne!(new, old);
     let e = wait_for_event(&env.client, "Service", "shop", "ManagedCertificateIssuing", REACT).await.expect("event");
     assert_eq!(e.type_, "Normal");

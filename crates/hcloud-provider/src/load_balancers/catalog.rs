@@ -148,8 +148,13 @@ impl Catalog {
     }
 
     async fn certificate_list(&self, refresh: bool) -> Result<Arc<Vec<Certificate>>, CatalogError> {
+        self.certificates_within(if refresh { Duration::ZERO } else { self.max_age }).await
+    }
+
+    /// The certificate list, read again if the cached one is `max_age` old.
+    async fn certificates_within(&self, max_age: Duration) -> Result<Arc<Vec<Certificate>>, CatalogError> {
         let mut cached = self.certificates.lock().await;
-        if !refresh && let Some(c) = cached.as_ref().filter(|c| c.at.elapsed() < self.max_age) {
+        if let Some(c) = cached.as_ref().filter(|c| c.at.elapsed() < max_age) {
             return Ok(c.items.clone());
         }
         let items = Arc::new(
@@ -278,17 +283,19 @@ impl Catalog {
         owner: &EventObject,
     ) -> Result<Resolved, CatalogError> {
         let ours = |c: &&Certificate| c.labels.get(LABEL_SERVICE_UID) == Some(&spec.uid);
-        let mut refresh = false;
+        // The awaited certificate may have been issued since the list was read: a list older
+        // than half the poll is read again (once per poll, not twice right after a create).
+        let awaited_max_age = ISSUANCE_POLL / 2;
+        let mut max_age = self.max_age;
         let (list, plan) = loop {
-            let list = self.certificate_list(refresh).await?;
+            let list = self.certificates_within(max_age).await?;
             let mine: Vec<&Certificate> = list.iter().filter(ours).collect();
             let taken: BTreeSet<&str> = list.iter().map(|c| c.name.as_str()).collect();
             let plan = plan_managed(&mine, domains, name, &taken);
-            // The awaited certificate may have been issued since the list was read.
-            if plan.awaited.is_none() || refresh {
+            if plan.awaited.is_none() || max_age == awaited_max_age {
                 break (list, plan);
             }
-            refresh = true;
+            max_age = awaited_max_age;
         };
         let find = |id: Option<CertificateId>| id.and_then(|id| list.iter().find(|c| c.id == id));
         if let Some(failed) = find(plan.failed) {

@@ -61,7 +61,8 @@ fn annotated_ports(map: &BTreeMap<String, String>, tcp: &[u16], problems: &mut V
             ));
             continue;
         }
-        match port.parse::<u16>().ok().filter(|p| tcp.contains(p)) {
+        // Only the plain number is read (`port.0443.` would never be).
+        match port.parse::<u16>().ok().filter(|p| p.to_string() == port && tcp.contains(p)) {
             Some(p) => {
                 out.insert(p);
             }

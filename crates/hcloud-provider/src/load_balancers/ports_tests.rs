@@ -151,6 +151,7 @@ fn bad_per_port_annotations_name_the_annotation_the_port_and_what_is_accepted() 
             ("load-balancer.hetzner.cloud/port.22.uses-proxyprotocol", "maybe"),
             ("load-balancer.hetzner.cloud/port.8443.protocol", "https"),
             ("load-balancer.hetzner.cloud/port.53.protocol", "tcp"),
+            ("load-balancer.hetzner.cloud/port.0443.protocol", "tcp"),
             ("load-balancer.hetzner.cloud/port.80.name", "x"),
             ("load-balancer.hetzner.cloud/port.80.health-check-interval", "5"),
         ],
@@ -159,6 +160,8 @@ fn bad_per_port_annotations_name_the_annotation_the_port_and_what_is_accepted() 
     assert_eq!(
         got,
         vec![
+            "annotation load-balancer.hetzner.cloud/port.0443.protocol: \"tcp\" is invalid; port 0443 is not a TCP port \
+             of this Service; accepted ports: 80, 443, 22",
             "annotation load-balancer.hetzner.cloud/port.53.protocol: \"tcp\" is invalid; port 53 is not a TCP port of \
              this Service; accepted ports: 80, 443, 22",
             "annotation load-balancer.hetzner.cloud/port.80.name: \"x\" is invalid; accepted: \
