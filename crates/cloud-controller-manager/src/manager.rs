@@ -51,6 +51,10 @@ pub struct Identity {
 }
 
 /// Why the manager stopped with an error.
+///
+/// An underlying error is the [`source`](std::error::Error::source) (or, for a transparent
+/// variant, the whole error) and is not repeated in the message, so the chain of causes that
+/// the binary prints (anyhow's `{:#}`) names every cause once.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
     /// No Kubernetes client.
@@ -60,7 +64,7 @@ pub enum ManagerError {
     #[error(transparent)]
     Serve(#[from] ServeError),
     /// The plain metrics listener could not start.
-    #[error("{setting}: {source}")]
+    #[error("{setting}")]
     PlainListener {
         /// The setting that named the address.
         setting: String,
@@ -69,10 +73,10 @@ pub enum ManagerError {
         source: ServeError,
     },
     /// The leader election settings were refused.
-    #[error("leader election: {0}")]
+    #[error(transparent)]
     LeaderElectionConfig(#[from] leader_election::ConfigError),
     /// Leadership was lost: the process stops so that only the new leader acts (fail-stop).
-    #[error("leaderelection lost: {0}")]
+    #[error("leaderelection lost")]
     LeadershipLost(#[from] leader_election::Lost),
 }
 
@@ -344,4 +348,33 @@ pub fn shutdown_on_signals() -> CancellationToken {
         t.cancel();
     });
     token
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `error` and its causes joined by `: `, as the binary prints them (anyhow's `{:#}`).
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        message
+    }
+
+    #[test]
+    fn errors_name_each_cause_once() {
+        let lost = leader_election::Lost {
+            lease: "kube-system/cloud-controller-manager".to_owned(),
+            reason: leader_election::LostReason::HolderChanged { holder: Some("other_1".to_owned()) },
+        };
+        let expected = format!("leaderelection lost: {lost}");
+        assert_eq!(chain(&ManagerError::LeadershipLost(lost)), expected);
+        let refused = leader_election::ConfigError::Empty { field: "name" };
+        let expected = refused.to_string();
+        assert_eq!(chain(&ManagerError::LeaderElectionConfig(refused)), expected);
+    }
 }

@@ -77,8 +77,9 @@ async fn port_in_use_is_a_start_up_error() {
     let result = serve_plain(addr, Health::new(), MetricsRegistry::new(), CancellationToken::new()).await;
     match result {
         Err(error @ ServeError::Bind { .. }) => {
-            let message = error.to_string();
-            assert!(message.contains(&addr.to_string()) && message.to_lowercase().contains("in use"), "{message}");
+            let cause = TcpListener::bind(addr).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(cause.to_lowercase().contains("in use"), "{cause}");
+            assert_eq!(common::chain(&error), format!("cannot listen on {addr} (plain HTTP listener): {cause}"));
         }
         other => panic!("expected a bind error, got {other:?}"),
     }
