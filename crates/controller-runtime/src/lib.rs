@@ -61,5 +61,5 @@ impl ControllerIo {
 }
 pub use informer::{Change, Informer, Synced};
 pub use metrics::RuntimeMetrics;
-pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers};
+pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, panic_message};
 pub use workqueue::{ExponentialBackoff, WorkQueue};

@@ -1,6 +1,6 @@
 //! Prometheus metrics of the runtime, with client-go's and controller-runtime's names so
 //! existing dashboards work: workqueue depth, adds, retries, queue and work durations per queue
-//! (`workqueue_*{name}`), and reconcile outcomes per controller.
+//! (`workqueue_*{name}`), and reconcile outcomes and panics per controller.
 //!
 //! One [`RuntimeMetrics`] is shared by every queue and worker of a process and registered once.
 
@@ -18,6 +18,13 @@ use prometheus_client::registry::{Registry, Unit};
 pub struct QueueLabels {
     /// The queue's name (the controller's name).
     pub name: String,
+}
+
+/// Labels of the per-controller metrics.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    /// The controller.
+    pub controller: String,
 }
 
 /// Labels of the reconcile metrics.
@@ -45,6 +52,7 @@ pub struct RuntimeMetrics {
     queue_duration: HistogramFamily<QueueLabels>,
     work_duration: HistogramFamily<QueueLabels>,
     reconciles: Family<ReconcileLabels, Counter>,
+    panics: Family<ControllerLabels, Counter>,
 }
 
 impl Default for RuntimeMetrics {
@@ -56,6 +64,7 @@ impl Default for RuntimeMetrics {
             queue_duration: Family::new_with_constructor(duration_histogram),
             work_duration: Family::new_with_constructor(duration_histogram),
             reconciles: Family::default(),
+            panics: Family::default(),
         }
     }
 }
@@ -83,6 +92,11 @@ impl RuntimeMetrics {
             "Reconciliations per controller and result (success, error, requeue_after)",
             self.reconciles.clone(),
         );
+        registry.register(
+            "controller_reconcile_panics",
+            "Reconciliations per controller that panicked (also counted as errors in controller_reconcile_total)",
+            self.panics.clone(),
+        );
     }
 
     pub(crate) fn queue(&self, name: &str) -> QueueMetrics {
@@ -98,6 +112,10 @@ impl RuntimeMetrics {
 
     pub(crate) fn reconciled(&self, controller: &str, result: &'static str) {
         self.reconciles.get_or_create(&ReconcileLabels { controller: controller.to_owned(), result }).inc();
+    }
+
+    pub(crate) fn reconcile_panicked(&self, controller: &str) {
+        self.panics.get_or_create(&ControllerLabels { controller: controller.to_owned() }).inc();
     }
 }
 
@@ -144,6 +162,7 @@ mod tests {
         q.depth.set(3);
         q.work_duration.observe(Duration::from_millis(2));
         m.reconciled("cloud-node-controller", "success");
+        m.reconcile_panicked("cloud-node-controller");
         let mut text = String::new();
         encode(&mut text, &registry).expect("encodes");
         for needle in [
@@ -152,6 +171,7 @@ mod tests {
             "workqueue_work_duration_seconds_count{name=\"cloud-node-controller\"} 1",
             "workqueue_retries_total{name=\"cloud-node-controller\"} 0",
             "controller_reconcile_total{controller=\"cloud-node-controller\",result=\"success\"} 1",
+            "controller_reconcile_panics_total{controller=\"cloud-node-controller\"} 1",
         ] {
             assert!(text.contains(needle), "{needle} missing in\n{text}");
         }
