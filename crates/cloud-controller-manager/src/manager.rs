@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cloud_provider::Cloud;
-use controller_runtime::{EventRecorder, RuntimeMetrics, panic_message};
+use controller_runtime::events::DEFAULT_QUEUE_CAPACITY;
+use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics, panic_message};
 use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing, ServeError};
 use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
@@ -158,7 +159,9 @@ impl Manager {
         // The provider's own events (upstream: its `Initialize` gets a client builder).
         let resyncs = Resyncs::default();
         let recorder = EventRecorder::new(clients.client("cloud-provider")?, identity.program);
-        cloud.initialize(RecorderSink::new(recorder, resyncs.clone()));
+        let provider_events = EventQueue::new(recorder, DEFAULT_QUEUE_CAPACITY, &runtime_metrics);
+        tokio::spawn(provider_events.clone().run(shutdown.clone()));
+        cloud.initialize(RecorderSink::new(provider_events, resyncs.clone()));
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());

@@ -1,6 +1,7 @@
 //! Prometheus metrics of the runtime, with client-go's and controller-runtime's names so
 //! existing dashboards work: workqueue depth, adds, retries, queue and work durations per queue
-//! (`workqueue_*{name}`), and reconcile outcomes and panics per controller.
+//! (`workqueue_*{name}`), reconcile outcomes and panics per controller, and events dropped per
+//! reporting component.
 //!
 //! One [`RuntimeMetrics`] is shared by every queue and worker of a process and registered once.
 
@@ -25,6 +26,13 @@ pub struct QueueLabels {
 pub struct ControllerLabels {
     /// The controller.
     pub controller: String,
+}
+
+/// Labels of the event metrics.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ComponentLabels {
+    /// The component the events are reported as.
+    pub component: String,
 }
 
 /// Labels of the reconcile metrics.
@@ -53,6 +61,7 @@ pub struct RuntimeMetrics {
     work_duration: HistogramFamily<QueueLabels>,
     reconciles: Family<ReconcileLabels, Counter>,
     panics: Family<ControllerLabels, Counter>,
+    events_dropped: Family<ComponentLabels, Counter>,
 }
 
 impl Default for RuntimeMetrics {
@@ -65,6 +74,7 @@ impl Default for RuntimeMetrics {
             work_duration: Family::new_with_constructor(duration_histogram),
             reconciles: Family::default(),
             panics: Family::default(),
+            events_dropped: Family::default(),
         }
     }
 }
@@ -97,6 +107,11 @@ impl RuntimeMetrics {
             "Reconciliations per controller that panicked (also counted as errors in controller_reconcile_total)",
             self.panics.clone(),
         );
+        registry.register(
+            "events_dropped",
+            "Events dropped per reporting component because the queue of events waiting to be published was full",
+            self.events_dropped.clone(),
+        );
     }
 
     pub(crate) fn queue(&self, name: &str) -> QueueMetrics {
@@ -116,6 +131,10 @@ impl RuntimeMetrics {
 
     pub(crate) fn reconcile_panicked(&self, controller: &str) {
         self.panics.get_or_create(&ControllerLabels { controller: controller.to_owned() }).inc();
+    }
+
+    pub(crate) fn events_dropped(&self, component: &str) -> Counter {
+        self.events_dropped.get_or_create(&ComponentLabels { component: component.to_owned() }).clone()
     }
 }
 
