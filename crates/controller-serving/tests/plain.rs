@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::stopped;
 use controller_serving::{
-    Health, MetricsRegistry, Probe, ServeError, Timeouts, parse_listen_address, serve_plain, serve_plain_with,
+    Health, Limits, MetricsRegistry, Probe, ServeError, Timeouts, parse_listen_address, serve_plain, serve_plain_with,
 };
 use prometheus_client::metrics::gauge::Gauge;
 use reqwest::StatusCode;
@@ -85,13 +85,15 @@ async fn port_in_use_is_a_start_up_error() {
     }
 }
 
-fn short_timeouts() -> Timeouts {
-    Timeouts {
+fn short_timeouts() -> Limits {
+    let timeouts = Timeouts {
         read: Duration::from_millis(300),
+        idle: Duration::from_millis(300),
         handler: Duration::from_millis(300),
         write: Duration::from_secs(5),
         tls_handshake: Duration::from_secs(5),
-    }
+    };
+    Limits { timeouts, ..Limits::PLAIN }
 }
 
 #[tokio::test]
