@@ -384,6 +384,8 @@ pub fn shutdown_on_signals() -> CancellationToken {
 
 #[cfg(test)]
 mod tests {
+    use test_harness::error_chain;
+
     use super::*;
 
     /// Polls `check` until it holds or `within` passed.
@@ -409,17 +411,6 @@ mod tests {
         health.run(Probe::Healthz, &[]).passed()
     }
 
-    /// `error` and its causes joined by `: `, as the binary prints them (anyhow's `{:#}`).
-    fn chain(error: &dyn std::error::Error) -> String {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
-        message
-    }
-
     #[test]
     fn errors_name_each_cause_once() {
         let lost = leader_election::Lost {
@@ -427,10 +418,10 @@ mod tests {
             reason: leader_election::LostReason::HolderChanged { holder: Some("other_1".to_owned()) },
         };
         let expected = format!("leaderelection lost: {lost}");
-        assert_eq!(chain(&ManagerError::LeadershipLost(lost)), expected);
+        assert_eq!(error_chain(&ManagerError::LeadershipLost(lost)), expected);
         let refused = leader_election::ConfigError::Empty { field: "name" };
         let expected = refused.to_string();
-        assert_eq!(chain(&ManagerError::LeaderElectionConfig(refused)), expected);
+        assert_eq!(error_chain(&ManagerError::LeaderElectionConfig(refused)), expected);
     }
 
     #[tokio::test]

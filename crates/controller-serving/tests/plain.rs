@@ -79,7 +79,10 @@ async fn port_in_use_is_a_start_up_error() {
         Err(error @ ServeError::Bind { .. }) => {
             let cause = TcpListener::bind(addr).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(cause.to_lowercase().contains("in use"), "{cause}");
-            assert_eq!(common::chain(&error), format!("cannot listen on {addr} (plain HTTP listener): {cause}"));
+            assert_eq!(
+                test_harness::error_chain(&error),
+                format!("cannot listen on {addr} (plain HTTP listener): {cause}")
+            );
         }
         other => panic!("expected a bind error, got {other:?}"),
     }

@@ -134,7 +134,7 @@ async fn port_in_use_is_a_start_up_error_naming_the_flags() {
     assert!(cause.to_lowercase().contains("in use"), "{cause}");
     // The cause is the error's source, named once in the chain.
     assert_eq!(
-        common::chain(&error),
+        test_harness::error_chain(&error),
         format!("cannot listen on 127.0.0.1:{port} (--bind-address/--secure-port): {cause}")
     );
 }

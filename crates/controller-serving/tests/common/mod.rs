@@ -162,17 +162,6 @@ pub fn pem_files() -> PemFiles {
     PemFiles { dir, cert, key, cert_der: generated.cert.der().clone() }
 }
 
-/// `error` and its causes joined by `: `, as anyhow's `{:#}` prints them.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    message
-}
-
 /// Wait for the server task to end after shutdown (bounded).
 pub async fn stopped(bound: Bound) {
     tokio::time::timeout(Duration::from_secs(10), bound.task)
