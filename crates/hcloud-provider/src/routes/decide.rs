@@ -1,13 +1,13 @@
 //! Pure decisions of the Hetzner routes: the network's routes mapped to nodes, the checks a
 //! new route must pass before any request, and what an upsert comes down to. No I/O.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::{AddressType, CloudError, NodeAddress, Route};
-use hcloud_api::models::{NetworkId, Route as NetworkRoute, Server};
+use hcloud_api::models::{NetworkId, Route as NetworkRoute, Server, ServerId};
 use ipnet::IpNet;
 
 use crate::provider_id::CLOUD_PREFIX;
@@ -31,6 +31,36 @@ pub fn inside_cluster(cluster_cidrs: &[IpNet], destination: &IpNet) -> bool {
 /// `isResponsibleForRoute`, so blackholes the controller would delete are confirmed first.
 pub fn touches_cluster(cluster_cidrs: &[IpNet], destination: &IpNet) -> bool {
     cluster_cidrs.iter().any(|c| c.contains(&destination.network()) || c.contains(&destination.broadcast()))
+}
+
+/// True if some route inside the cluster CIDR has a gateway no server in `by_ip` holds: a
+/// blackhole the controller would delete, unless the gateway's server is found.
+pub fn unknown_gateway_inside(
+    routes: &[NetworkRoute],
+    by_ip: &HashMap<IpAddr, Arc<Server>>,
+    cluster_cidrs: &[IpNet],
+) -> bool {
+    routes.iter().any(|r| !by_ip.contains_key(&r.gateway) && touches_cluster(cluster_cidrs, &r.destination))
+}
+
+/// The servers to look up one by one before a route inside the cluster CIDR counts as a
+/// blackhole: those the network says are attached (its own, current list) but the server
+/// list lacks. A paginated list can miss a live server when another is deleted while its
+/// pages are fetched; a server holding a gateway in the network is attached to it, so once
+/// these are looked up every holder was seen. Empty if no gateway inside is unknown.
+pub fn blackhole_candidates(
+    routes: &[NetworkRoute],
+    by_ip: &HashMap<IpAddr, Arc<Server>>,
+    cluster_cidrs: &[IpNet],
+    attached: &[ServerId],
+    listed: &HashSet<ServerId>,
+) -> Vec<ServerId> {
+    if !unknown_gateway_inside(routes, by_ip, cluster_cidrs) {
+        return Vec::new();
+    }
+    let mut out: Vec<ServerId> = attached.iter().filter(|id| !listed.contains(id)).copied().collect();
+    out.dedup();
+    out
 }
 
 /// The network's route as the controller sees it. The gateway's server (from `by_ip`) is
@@ -226,6 +256,25 @@ mod tests {
         let b = to_cloud_route(&nr("10.244.2.0/24", "10.0.0.8"), &by_ip);
         assert!(b.blackhole && b.target_node.is_empty() && b.target_provider_id.is_empty());
         assert_eq!(b.gateway.as_deref(), Some("10.0.0.8"));
+    }
+
+    #[test]
+    fn only_attached_servers_the_list_lacks_are_looked_up_and_only_for_unknown_gateways_inside() {
+        let clusters = [net("10.244.0.0/16")];
+        let by_ip = servers_by_private_ip(&[server(7, "node-a", 1, "10.0.0.7")], NetworkId(1));
+        let listed: HashSet<ServerId> = [ServerId(7), ServerId(8)].into();
+        let attached = [ServerId(7), ServerId(8), ServerId(9), ServerId(10)];
+        let known = [nr("10.244.1.0/24", "10.0.0.7"), nr("192.168.0.0/24", "10.0.0.99")];
+        assert!(!unknown_gateway_inside(&known, &by_ip, &clusters), "the unknown one is outside");
+        assert_eq!(blackhole_candidates(&known, &by_ip, &clusters, &attached, &listed), Vec::<ServerId>::new());
+        let unknown = [nr("10.244.1.0/24", "10.0.0.7"), nr("10.244.2.0/24", "10.0.0.9")];
+        assert!(unknown_gateway_inside(&unknown, &by_ip, &clusters));
+        assert_eq!(
+            blackhole_candidates(&unknown, &by_ip, &clusters, &attached, &listed),
+            vec![ServerId(9), ServerId(10)],
+            "attached, not listed"
+        );
+        assert_eq!(blackhole_candidates(&unknown, &by_ip, &clusters, &attached[..2], &listed), vec![]);
     }
 
     #[test]

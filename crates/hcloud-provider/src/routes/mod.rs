@@ -5,7 +5,9 @@
 //!  list_routes ── GET /networks/{id} (the routes; kept as this provider's view)
 //!              └─ gateways → servers through the shared inventory (any snapshot younger
 //!                 than an hour; a gateway inside the cluster CIDR that no server holds is
-//!                 confirmed with a fresh list before it is reported as a blackhole)
+//!                 confirmed with a fresh list, then the servers the network says are
+//!                 attached but the list lacks are looked up one by one, before it is
+//!                 reported as a blackhole)
 //!  create_route ─ checks first, no request: IPv4 destination inside the cluster CIDR
 //!              ├─ target server by providerID (else node name), through the inventory
 //!              │  (cached; asked again once if it disagrees with the node): attached to
@@ -21,12 +23,13 @@
 
 pub mod decide;
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cloud_provider::{CloudError, Route, Routes};
-use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute, Server};
+use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute, Server, ServerId};
 use hcloud_api::{Client, Error, ErrorCode, PollPolicy};
 use ipnet::IpNet;
 use tokio::time::Instant;
@@ -37,8 +40,8 @@ use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::ProviderId;
 use decide::{
-    ActionTiming, Upsert, check_destination, check_gateway, servers_by_private_ip, to_cloud_route, touches_cluster,
-    upsert,
+    ActionTiming, Upsert, blackhole_candidates, check_destination, check_gateway, servers_by_private_ip,
+    to_cloud_route, touches_cluster, unknown_gateway_inside, upsert,
 };
 
 /// How old the server list may be for mapping known gateways to servers. Gateways change
@@ -300,13 +303,13 @@ impl Routes for HcloudRoutes {
             .await
             .map_err(|e| api_error("cannot list servers to map route gateways", e))?;
         let mut by_ip = servers_by_private_ip(&all.servers, self.config.network);
+        let cidrs = &self.config.cluster_cidrs;
         // A gateway no server holds is a blackhole, which the controller deletes inside the
-        // cluster CIDR: confirm with data at most `confirm_max_age` old first.
-        let unknown_inside = network
-            .routes
-            .iter()
-            .any(|r| !by_ip.contains_key(&r.gateway) && touches_cluster(&self.config.cluster_cidrs, &r.destination));
-        if unknown_inside && !all.listed && all.as_of.elapsed() > self.config.confirm_max_age {
+        // cluster CIDR: confirm with data at most `confirm_max_age` old first ...
+        if unknown_gateway_inside(&network.routes, &by_ip, cidrs)
+            && !all.listed
+            && all.as_of.elapsed() > self.config.confirm_max_age
+        {
             all = self
                 .inventory
                 .all(self.config.confirm_max_age)
@@ -315,6 +318,23 @@ impl Routes for HcloudRoutes {
             by_ip = servers_by_private_ip(&all.servers, self.config.network);
         }
         self.metrics.cache_lookup("routes", self.inventory.mode(), !all.listed);
+        // ... and look up directly the attached servers that list lacks (a list can miss a
+        // live server): only these candidates, and only while a gateway is still unknown.
+        let listed: HashSet<ServerId> = all.servers.iter().map(|s| s.id).collect();
+        for id in blackhole_candidates(&network.routes, &by_ip, cidrs, &network.servers, &listed) {
+            if !unknown_gateway_inside(&network.routes, &by_ip, cidrs) {
+                break;
+            }
+            let found = self.inventory.fetch(&Lookup::Id(id)).await.map_err(|e| {
+                api_error(&format!("cannot look up server {id}, attached to the network, to confirm a blackhole"), e)
+            })?;
+            if let Some(server) = found
+                && let Some(ip) = server.private_ip_in(self.config.network)
+            {
+                debug!(server = %id, %ip, "the server list missed a server attached to the network");
+                by_ip.insert(ip, server);
+            }
+        }
         Ok(network.routes.iter().map(|r| to_cloud_route(r, &by_ip)).collect())
     }
 
