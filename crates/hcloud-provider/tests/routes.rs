@@ -251,6 +251,22 @@ async fn a_gateway_no_attached_server_holds_is_a_blackhole_without_a_lookup_per_
 }
 
 #[tokio::test]
+async fn provider_ids_are_compared_as_the_servers_they_name() {
+    let e = env(Duration::ZERO).await;
+    let a = server_id(&e.h, "node-a");
+    let listed = e.routes.list_routes(CLUSTER).await.expect("list");
+    assert!(listed.iter().all(|r| r.target_provider_id.is_empty() || !r.target_provider_id.contains("://0")));
+    // A kubelet started with --provider-id=hcloud://00<id> names the same server as the
+    // route the network reports for it.
+    let written = format!("hcloud://00{a}");
+    assert_eq!(e.routes.canonical_provider_id(&written), format!("hcloud://{a}"));
+    assert_eq!(e.routes.canonical_provider_id(&format!("hcloud://{a}")), format!("hcloud://{a}"));
+    assert_eq!(e.routes.canonical_provider_id("hcloud://bm-07"), "hrobot://7");
+    assert_eq!(e.routes.canonical_provider_id("aws:///x/i-1"), "aws:///x/i-1", "not ours: as it is");
+    assert_eq!(e.routes.canonical_provider_id("hcloud://x"), "hcloud://x");
+}
+
+#[tokio::test]
 async fn bad_destinations_are_refused_before_any_request() {
     let e = env(Duration::ZERO).await;
     let a = server_id(&e.h, "node-a");

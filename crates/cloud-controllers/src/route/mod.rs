@@ -48,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use exec::{MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
-use plan::{PlannedCreate, condition_patch, plan_routes, update_needs_reconcile};
+use plan::{PlannedCreate, condition_patch, plan_routes_matching, update_needs_reconcile};
 
 /// Upstream's name of this controller (queue, metrics, logs).
 pub const CONTROLLER_NAME: &str = "node-route-controller";
@@ -289,7 +289,9 @@ impl<R: Routes> RouteReconciler<R> {
         *lock(&self.last_start) = Some(Instant::now());
         let routes = self.routes.list_routes(&self.config.cluster_name).await.map_err(RouteError::List)?;
         let nodes = self.store.state();
-        let plan = plan_routes(&nodes, &routes, &self.config.cluster_cidrs);
+        let plan = plan_routes_matching(&nodes, &routes, &self.config.cluster_cidrs, &|p| {
+            self.routes.canonical_provider_id(p)
+        });
         let operations = plan.deletions.len() + plan.creations();
         if operations == 0 {
             debug!(routes = routes.len(), nodes = nodes.len(), "routes in sync");

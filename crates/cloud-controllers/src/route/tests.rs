@@ -28,7 +28,7 @@ use pretty_assertions::assert_eq;
 use super::exec::{ExecutionReport, RouteSink, execute};
 use super::plan::{
     NETWORK_UNAVAILABLE, PlannedCreate, RouteAction, condition_patch, is_responsible_for_route, parse_cidr_sloppy,
-    plan_routes, route_action, update_needs_reconcile,
+    plan_routes, plan_routes_matching, route_action, update_needs_reconcile,
 };
 use crate::testing::FakeRoutes;
 
@@ -122,7 +122,7 @@ fn now() -> Time {
 /// Upstream's `rc.reconcile(ctx, nodes, routes)` followed by `ListRoutes`, in our terms.
 async fn reconcile(fake: &FakeRoutes, nodes: &[Node], initial: &[Route], cluster_cidrs: &[IpNet]) -> Outcome {
     let nodes: Vec<Arc<Node>> = nodes.iter().cloned().map(Arc::new).collect();
-    let plan = plan_routes(&nodes, initial, cluster_cidrs);
+    let plan = plan_routes_matching(&nodes, initial, cluster_cidrs, &|p| fake.canonical_provider_id(p));
     let recorder = Recorder::default();
     let report = execute(fake, CLUSTER, &plan, &nodes, &recorder, 200).await;
     let done = recorder.done.lock().expect("lock").clone();
@@ -722,6 +722,23 @@ fn routes_are_matched_to_nodes_by_provider_id_first() {
     r.target_provider_id = "fake://7".to_owned();
     let plan = plan_routes(&[unnamed], &[r], &cidrs(&["10.120.0.0/16"]));
     assert!(plan.deletions.is_empty() && plan.creations() == 0, "{plan:?}");
+}
+
+/// The provider says when two provider IDs name one instance (the fake: `fake://007` is
+/// `fake://7`); a route is matched to its node through that, not by the raw strings.
+#[tokio::test]
+async fn provider_ids_naming_the_same_instance_match_without_deleting_and_recreating_the_route() {
+    let mut n = node("k8s-worker-1", "01", &["10.120.0.0/24"], "10.0.1.1");
+    n.spec.as_mut().expect("spec").provider_id = Some("fake://007".to_owned());
+    // The cloud reports the instance's canonical ID and its own name for it.
+    let mut r = route("01", "server-7", "10.0.1.1", "10.120.0.0/24", false, false);
+    r.target_provider_id = "fake://7".to_owned();
+    let fake = FakeRoutes::with_routes(CLUSTER, std::slice::from_ref(&r));
+    let out = reconcile(&fake, &[n], std::slice::from_ref(&r), &cidrs(&["10.120.0.0/16"])).await;
+    assert_eq!(out.report, ExecutionReport::default(), "nothing deleted, nothing created: {:?}", fake.calls());
+    assert_eq!(fake.calls(), vec!["list-routes".to_owned()], "only the read-back");
+    assert_eq!(out.routes.len(), 1);
+    assert_eq!(condition(&out.nodes[0]).map(|c| c.status.as_str()), Some("False"), "the node's route exists");
 }
 
 #[test]

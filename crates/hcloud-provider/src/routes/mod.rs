@@ -23,6 +23,7 @@
 
 pub mod decide;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -343,6 +344,15 @@ impl Routes for HcloudRoutes {
         let destination = check_destination(route, &self.config.cluster_cidrs)?;
         let (_, gateway) = self.target(route).await?;
         self.upsert(route, destination, gateway).await
+    }
+
+    /// `hcloud://007` and `hcloud://7` name one server (the official CCM parses both), and
+    /// `hcloud://bm-7` is `hrobot://7`: the parsed ID, written as this provider writes it.
+    fn canonical_provider_id<'a>(&self, provider_id: &'a str) -> Cow<'a, str> {
+        match ProviderId::parse(provider_id) {
+            Ok(parsed) => Cow::Owned(parsed.canonical().to_string()),
+            Err(_) => Cow::Borrowed(provider_id),
+        }
     }
 
     async fn delete_route(&self, _cluster_name: &str, route: &Route) -> Result<(), CloudError> {
