@@ -163,8 +163,13 @@ async fn an_ipv6_pod_cidr_gets_no_api_call_and_a_clear_event() {
     let failed = wait_for_event(&env.client, "Node", "node-v6", "FailedToCreateRoute", REACT).await.expect("event");
     assert!(failed.message.contains("fd00:10:244:1::/64"), "{}", failed.message);
     wait_routes(&h, net, &[("10.244.2.0/24", "10.0.0.6")], "the IPv4 pod CIDR is routed").await;
-    // Retries of the IPv6 route (with backoff) never reach the API.
+    wait_for(&env.nodes, "node-v4", REACT, "node-v4 routed", routed).await.expect("routed");
+    // The IPv6 route is refused until the node changes: not retried with backoff (the
+    // first retry would come within 10 s and read the network again), and it never
+    // reaches the API.
+    let reads = h.request_count("GET /v1/networks/{id}");
     tokio::time::sleep(Duration::from_secs(12)).await;
+    assert_eq!(h.request_count("GET /v1/networks/{id}"), reads, "no retry: {:?}", h.request_counts());
     assert_eq!(h.request_count("POST /v1/networks/{id}/actions/add_route"), 1, "{:?}", h.request_counts());
     let node = env.nodes.get("node-v6").await.expect("node");
     assert_eq!(network_unavailable(&node), Some(("True".to_owned(), "NoRouteCreated".to_owned())));

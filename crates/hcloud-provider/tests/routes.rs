@@ -283,6 +283,16 @@ async fn bad_destinations_are_refused_before_any_request() {
             .await
             .unwrap_err();
         assert_eq!(err.reason(), reason, "{cidr}: {err}");
+        assert!(err.awaits_input_change(), "{cidr}: refused until the node's pod CIDR changes");
+    }
+    for (pid, reason) in [("hrobot://5", "RobotNotSupported"), ("hcloud://x", "InvalidProviderID")] {
+        let err = e
+            .routes
+            .create_route(CLUSTER, "uid", &route_for("node-a", pid, "10.244.1.0/24", "10.0.0.5"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), reason, "{pid}: {err}");
+        assert!(err.awaits_input_change(), "{pid}: refused until the node's providerID changes");
     }
     assert_eq!(requests(&e.h), before, "no request for a destination that cannot be routed");
     // Deleting outside the cluster CIDR is refused too: someone else's route stays.

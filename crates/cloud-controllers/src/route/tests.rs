@@ -786,6 +786,47 @@ async fn failed_creations_are_reported_per_node_and_mark_only_that_node_unavaila
     assert_eq!((c.status.as_str(), c.reason.as_deref()), ("False", Some("RouteCreated")));
 }
 
+/// A creation the provider refuses until the node changes is reported (the node's Warning,
+/// `NetworkUnavailable`) but not retried with backoff: the reconcile is done, and the next
+/// one comes with a change of the node or the resync.
+#[tokio::test]
+async fn a_refusal_until_the_node_changes_is_reported_but_not_retried_with_backoff() {
+    let watch = super::ReconcileMode::Watch { resync: Duration::from_secs(240) };
+    let n = node("node-1", "01", &["10.120.0.0/24", "10.120.9.0/24"], "10.0.1.1");
+    let fake = FakeRoutes::default();
+    fake.refuse_destinations.lock().expect("lock").push("10.120.9.0/24".to_owned());
+    let out = reconcile(&fake, std::slice::from_ref(&n), &[], &cidrs(&["10.120.0.0/16"])).await;
+    assert_eq!(
+        out.report,
+        ExecutionReport { created: 1, create_failures: 1, awaiting_change: 1, ..ExecutionReport::default() }
+    );
+    let failed = out.recorder.failed.lock().expect("lock").clone();
+    assert_eq!(failed.len(), 1);
+    assert_eq!((failed[0].0.as_str(), failed[0].1.as_str()), ("node-1", "10.120.9.0/24"));
+    assert_eq!(condition(&out.nodes[0]).map(|c| c.status.as_str()), Some("True"), "not every route exists");
+    let outcome = super::reconcile_outcome(watch, 2, &out.report);
+    assert!(
+        matches!(outcome, Ok(r) if r.requeue_after.is_none()),
+        "done, no backoff: {:?}",
+        outcome.map_err(|e| e.to_string())
+    );
+
+    // Next to a failure a retry may fix, the reconcile is retried with backoff as before.
+    *fake.fail_creates.lock().expect("lock") = 1;
+    let other = node("node-2", "02", &["10.120.2.0/24"], "10.0.2.1");
+    let out = reconcile(&fake, &[n, other], &fake.routes(CLUSTER), &cidrs(&["10.120.0.0/16"])).await;
+    assert_eq!(
+        out.report,
+        ExecutionReport { create_failures: 2, transient: true, awaiting_change: 1, ..ExecutionReport::default() }
+    );
+    let outcome = super::reconcile_outcome(watch, 2, &out.report);
+    assert!(
+        matches!(&outcome, Err(super::RouteError::Incomplete { failed: 2, total: 2, transient: true })),
+        "{:?}",
+        outcome.map_err(|e| e.to_string())
+    );
+}
+
 #[test]
 fn cidrs_parse_like_go() {
     assert_eq!(parse_cidr_sloppy("10.244.1.7/16"), Some("10.244.0.0/16".parse().expect("net")));

@@ -17,7 +17,8 @@ pub(crate) struct FakeRoute {
 /// Differences from upstream: a failed call does not make every later call fail (upstream
 /// keeps the error in `f.Err`, so after one failed create its `ListRoutes` fails forever);
 /// `fail_creates` fails the next creations with a transient error (a busy network);
-/// provider IDs `fake://<n>` have a canonical form (no leading zeros).
+/// provider IDs `fake://<n>` have a canonical form (no leading zeros);
+/// `refuse_destinations` are refused until the node's route changes.
 #[derive(Default)]
 pub(crate) struct FakeRoutes {
     /// `RouteMap`, by route name.
@@ -28,6 +29,9 @@ pub(crate) struct FakeRoutes {
     pub fail_creates: Mutex<u32>,
     /// `ListRoutes` fails with this message while set.
     pub list_error: Mutex<Option<&'static str>>,
+    /// Destinations `CreateRoute` refuses until the route asked for changes (a value the
+    /// cloud cannot route).
+    pub refuse_destinations: Mutex<Vec<String>>,
 }
 
 impl FakeRoutes {
@@ -80,6 +84,12 @@ impl cloud_provider::Routes for FakeRoutes {
         route: &cloud_provider::Route,
     ) -> Result<(), CloudError> {
         self.add_call("create-route");
+        if self.refuse_destinations.lock().expect("lock").contains(&route.destination_cidr) {
+            return Err(CloudError::refused(
+                "FakeDestinationRefused",
+                format!("destination {} cannot be routed by this cloud", route.destination_cidr),
+            ));
+        }
         {
             let mut fail = self.fail_creates.lock().expect("lock");
             if *fail > 0 {

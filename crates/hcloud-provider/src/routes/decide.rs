@@ -81,19 +81,20 @@ pub fn to_cloud_route(r: &NetworkRoute, by_ip: &HashMap<IpAddr, Arc<Server>>) ->
 }
 
 /// A create's destination, checked before any request: an IPv4 CIDR inside the cluster
-/// CIDRs. Hetzner Cloud networks route IPv4 only (official CCM #1280); a route outside the
+/// CIDRs. A refusal ([`CloudError::Refused`]) lasts until the node's pod CIDR or the cluster
+/// CIDR changes, so the controller does not retry it with backoff. Hetzner Cloud networks route IPv4 only (official CCM #1280); a route outside the
 /// cluster CIDRs would never be cleaned up (routes outside are never touched), so it is
 /// refused with `ClusterCIDRMisconfigured` instead of leaking towards the network's limit.
 pub fn check_destination(route: &Route, cluster_cidrs: &[IpNet]) -> Result<IpNet, CloudError> {
     let node = &route.target_node;
     let destination: IpNet = route.destination_cidr.parse::<IpNet>().map(|n| n.trunc()).map_err(|_| {
-        CloudError::failed(
+        CloudError::refused(
             "InvalidRouteDestination",
             format!("route for node {node}: destination {:?} is not a CIDR", route.destination_cidr),
         )
     })?;
     if destination.addr().is_ipv6() {
-        return Err(CloudError::failed(
+        return Err(CloudError::refused(
             "IPv6RouteNotSupported",
             format!(
                 "route for node {node}: destination {destination} is IPv6, and Hetzner Cloud networks route IPv4 \
@@ -103,7 +104,7 @@ pub fn check_destination(route: &Route, cluster_cidrs: &[IpNet]) -> Result<IpNet
     }
     if !inside_cluster(cluster_cidrs, &destination) {
         let clusters: Vec<String> = cluster_cidrs.iter().map(ToString::to_string).collect();
-        return Err(CloudError::failed(
+        return Err(CloudError::refused(
             "ClusterCIDRMisconfigured",
             format!(
                 "route CIDR {destination} of node {node} is not contained within cluster CIDR {}: check \
@@ -295,7 +296,7 @@ mod tests {
             let e = check_destination(&node_route("n", cidr, &[]), &clusters).unwrap_err();
             assert_eq!(e.reason(), reason, "{cidr}");
             assert!(e.to_string().contains(needle), "{cidr}: {e}");
-            assert!(matches!(e, CloudError::Failed { transient: false, .. }), "{cidr}: a configuration problem");
+            assert!(e.awaits_input_change(), "{cidr}: refused until the node's pod CIDR (or --cluster-cidr) changes");
         }
         let e = check_destination(&node_route("n", "10.244.3.0/24", &[]), &[]).unwrap_err();
         assert!(e.to_string().contains("(none configured)"), "{e}");

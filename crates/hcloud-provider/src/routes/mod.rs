@@ -39,7 +39,7 @@ use tracing::{debug, info, warn};
 use crate::instances::api_error;
 use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
-use crate::provider_id::ProviderId;
+use crate::provider_id::{ProviderId, ProviderIdError};
 use decide::{
     ActionTiming, Upsert, blackhole_candidates, check_destination, check_gateway, servers_by_private_ip,
     to_cloud_route, touches_cluster, unknown_gateway_inside, upsert,
@@ -140,11 +140,17 @@ impl HcloudRoutes {
         }
         match ProviderId::parse(&route.target_provider_id) {
             Ok(ProviderId::Cloud(id)) => Ok(Lookup::Id(id)),
-            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::failed(
+            // Refusals until the node's providerID changes.
+            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::refused(
                 "RobotNotSupported",
                 format!("node {node} is a Robot (dedicated) server: routes are only supported for cloud servers"),
             )),
-            Err(e) => Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {node}: {e}"))),
+            Err(e @ ProviderIdError::UnknownPrefix(_)) => {
+                Err(CloudError::refused("UnknownProviderIDPrefix", format!("node {node}: {e}")))
+            }
+            Err(e @ ProviderIdError::InvalidId(_)) => {
+                Err(CloudError::refused("InvalidProviderID", format!("node {node}: {e}")))
+            }
         }
     }
 
