@@ -2,10 +2,9 @@
 //! etcd, the Hetzner fake, the `hcloud-ccm` binary). The official CCM's e2e cases translated to
 //! the fake, plus the Service and Node lifecycle around them.
 //!
-//! Runs unchanged against any control plane in `KUBEBUILDER_ASSETS`; the checks that need
-//! `spec.loadBalancerClass` (1.24+) or `status.loadBalancer.ingress[].ipMode` (1.30+) run where
-//! the API server keeps those fields (the bundled 1.20 prunes them; the unit tests of the
-//! planners and of the service controller prove that behaviour there).
+//! Runs against the provisioned control plane (Kubernetes 1.36 by default, 1.33 in CI's second
+//! pass), which keeps `spec.loadBalancerClass`, `status.loadBalancer.ingress[].ipMode` and
+//! mixed-protocol ports: each is asserted here as stored by the API server.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -34,21 +33,6 @@ async fn ensured(api: &Api<Service>, name: &str) -> Service {
         .await
         .expect("ingress")
         .expect("service")
-}
-
-/// (major, minor) of the API server, from `major`/`minor` or else `gitVersion` (source builds
-/// like the bundled one report `v0.0.0`: (0, 0), older than every feature checked here).
-async fn server_version(env: &Env) -> (u32, u32) {
-    let v = env.client.apiserver_version().await.expect("version");
-    let num = |s: &str| s.trim_end_matches('+').parse::<u32>().ok();
-    if let (Some(major), Some(minor)) = (num(&v.major), num(&v.minor)) {
-        return (major, minor);
-    }
-    let mut parts = v.git_version.trim_start_matches('v').split('.').map(|p| p.parse::<u32>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(major), Some(minor)) => (major, minor),
-        _ => panic!("cannot tell the API server's version from {v:?}"),
-    }
 }
 
 async fn patch(api: &Api<Service>, name: &str, patch: serde_json::Value) -> Service {
@@ -416,6 +400,41 @@ async fn existing_load_balancer_adopted_by_name() {
     assert_eq!(h.request_count("POST /v1/load_balancers"), 0);
 }
 
+/// A Service in another namespace naming another Service's Load Balancer: refused with a
+/// Warning event naming the Load Balancer and its owner label; nothing is changed, and deleting
+/// that Service leaves the Load Balancer to its owner.
+#[tokio::test]
+async fn load_balancer_of_another_service_is_not_taken_over_by_name() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, owners) = fresh_namespace(&env).await;
+    let other_ns = test_harness::unique_name("lb");
+    let mut ns = k8s_openapi::api::core::v1::Namespace::default();
+    ns.metadata.name = Some(other_ns.clone());
+    Api::all(env.client.clone()).create(&PostParams::default(), &ns).await.expect("namespace");
+    let intruders: Api<Service> = Api::namespaced(env.client.clone(), &other_ns);
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    let name = ("load-balancer.hetzner.cloud/name", "shop-lb");
+    create(&owners, &lb_service("shop", &[name], &[443])).await;
+    let owner = ensured(&owners, "shop").await;
+    let before = wait_lb(&h, &owner, "the owner's Load Balancer with its target", |l| l.targets.len() == 1).await;
+    let uid = owner.metadata.uid.clone().expect("uid");
+
+    create(&intruders, &lb_service("grab", &[name], &[80])).await;
+    let e = wait_for_event(&env.client, "Service", "grab", "SyncLoadBalancerFailed", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert!(e.message.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{}", e.message);
+    assert!(e.message.contains(&format!("hcloud-ccm/service-uid={uid}")), "{}", e.message);
+    intruders.delete("grab", &DeleteParams::default()).await.expect("delete");
+    wait_for(&intruders, "grab", REACT, "the refused Service is gone", |s| s.is_none()).await.expect("gone");
+
+    let after = h.load_balancer(before.id).expect("the owner's Load Balancer is still there");
+    assert_eq!(after.labels.get("hcloud-ccm/service-uid"), Some(&uid));
+    assert_eq!((lb_ports(&after), target_servers(&after)), (lb_ports(&before), target_servers(&before)));
+    assert_eq!(h.snapshot().load_balancers.len(), 1);
+}
+
 /// A bad annotation: a Warning event naming the annotation, the value and what is accepted;
 /// the Load Balancer stays as it was.
 #[tokio::test]
@@ -474,7 +493,8 @@ async fn outage_during_reconcile_converges_without_a_duplicate() {
     assert_eq!(h.request_count("POST /v1/load_balancers"), 1, "created once; found by its label after the lost answer");
 }
 
-/// UDP ports: a Warning, TCP ports still served.
+/// Mixed TCP/UDP ports on one Service (GA since Kubernetes 1.26): a Warning naming the UDP
+/// port, the TCP port still served.
 #[tokio::test]
 async fn udp_ports_are_reported_and_tcp_ports_served() {
     let env = Env::start(FakeConfig::default()).await;
@@ -483,32 +503,16 @@ async fn udp_ports_are_reported_and_tcp_ports_served() {
     let _ccm = env.ccm(&[LOCATION], &[]).await;
     let mut svc = lb_service("dns", &[], &[53]);
     let mut ports = svc.spec.as_mut().unwrap().ports.take().unwrap();
+    ports[0].name = Some("tcp".into());
     let mut udp = ports[0].clone();
     udp.name = Some("udp".into());
     udp.protocol = Some("UDP".into());
     ports.push(udp);
     svc.spec.as_mut().unwrap().ports = Some(ports);
-    match api.create(&PostParams::default(), &svc).await {
-        Ok(_) => {}
-        // Mixed protocols on LoadBalancer Services need 1.20's MixedProtocolLBService gate
-        // (beta and on from 1.24): with it off, one port of each kind in two Services.
-        Err(_) => {
-            let mut tcp = lb_service("dns", &[], &[53]);
-            tcp.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].name = Some("tcp".into());
-            create(&api, &tcp).await;
-            let mut only_udp = lb_service("dns-udp", &[], &[53]);
-            only_udp.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].protocol = Some("UDP".into());
-            create(&api, &only_udp).await;
-            let e = wait_for_event(&env.client, "Service", "dns-udp", "UnsupportedProtocolConfigured", REACT)
-                .await
-                .expect("warning");
-            assert!(e.message.contains("53/UDP"), "{}", e.message);
-            let svc = ensured(&api, "dns").await;
-            let lb = wait_lb(&h, &svc, "LB", |_| true).await;
-            assert_eq!(lb_ports(&lb).len(), 1);
-            return;
-        }
-    }
+    let stored = create(&api, &svc).await;
+    let protocols: Vec<_> =
+        stored.spec.unwrap().ports.unwrap().into_iter().map(|p| p.protocol.unwrap_or_default()).collect();
+    assert_eq!(protocols, ["TCP", "UDP"], "the API server keeps both ports of a mixed-protocol Service");
     let e =
         wait_for_event(&env.client, "Service", "dns", "UnsupportedProtocolConfigured", REACT).await.expect("warning");
     assert_eq!(e.type_, "Warning");
@@ -516,10 +520,11 @@ async fn udp_ports_are_reported_and_tcp_ports_served() {
     let svc = ensured(&api, "dns").await;
     let lb = wait_lb(&h, &svc, "LB", |_| true).await;
     assert_eq!(lb.services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![53]);
+    assert!(lb.services.iter().all(|s| s.protocol == "tcp"), "{:?}", lb.services);
 }
 
-/// PROXY protocol: every LB service sends it, and where the API server keeps
-/// `ingress[].ipMode` (1.30+) the status says `Proxy`; older servers prune the field.
+/// PROXY protocol: every LB service sends it, and the status says `ipMode: Proxy` (kept by the
+/// API server since 1.30), so kube-proxy sends in-cluster traffic through the Load Balancer.
 #[tokio::test]
 async fn proxy_protocol_and_ip_mode() {
     let env = Env::start(FakeConfig::default()).await;
@@ -530,49 +535,36 @@ async fn proxy_protocol_and_ip_mode() {
     let svc = ensured(&api, "proxy").await;
     let lb = wait_lb(&h, &svc, "LB", |_| true).await;
     assert!(lb.services.iter().all(|s| s.proxyprotocol));
-    let (major, minor) = server_version(&env).await;
     let modes: Vec<Option<String>> = ingress(&svc).into_iter().map(|(_, m)| m).collect();
     assert_eq!(modes.len(), 2);
-    if (major, minor) < (1, 30) {
-        println!("kube-apiserver {major}.{minor} prunes ingress[].ipMode; Proxy is proven in the planner's unit tests");
-        assert!(modes.iter().all(Option::is_none), "{modes:?}");
-    } else {
-        assert!(modes.iter().all(|m| m.as_deref() == Some("Proxy")), "{modes:?}");
-    }
+    assert!(modes.iter().all(|m| m.as_deref() == Some("Proxy")), "{modes:?}");
 }
 
-/// `--load-balancer-class`: only Services of that class are served. API servers before 1.21
-/// prune `spec.loadBalancerClass`; there the pruning is asserted and the filter itself is left
-/// to the service controller's unit tests.
+/// `--load-balancer-class`: only Services of that class are served; class-less Services and
+/// Services of another class are left to other controllers.
 #[tokio::test]
 async fn load_balancer_class_selects_the_services() {
     let env = Env::start(FakeConfig::default()).await;
     let h = env.fake.handle();
     let (_ns, api) = fresh_namespace(&env).await;
     let _ccm = env.ccm(&[LOCATION], &["--load-balancer-class=example.com/hcloud"]).await;
-    let classed = |name: &str| {
+    let classed = |name: &str, class: &str| {
         let mut svc = lb_service(name, &[], &[80]);
-        svc.spec.as_mut().unwrap().load_balancer_class = Some("example.com/hcloud".into());
+        svc.spec.as_mut().unwrap().load_balancer_class = Some(class.into());
         svc
     };
-    let first = create(&api, &classed("classed")).await;
+    let first = create(&api, &classed("classed", "example.com/hcloud")).await;
+    assert_eq!(first.spec.and_then(|s| s.load_balancer_class).as_deref(), Some("example.com/hcloud"));
     create(&api, &lb_service("plain", &[], &[80])).await;
-    let (major, minor) = server_version(&env).await;
-    let kept = first.spec.as_ref().and_then(|s| s.load_balancer_class.clone()).is_some();
-    if (major, minor) < (1, 21) {
-        assert!(!kept, "kube-apiserver {major}.{minor} is expected to prune spec.loadBalancerClass");
-        println!(
-            "kube-apiserver {major}.{minor} prunes spec.loadBalancerClass; the class filter is proven in unit tests"
-        );
-        return;
-    }
-    assert!(kept);
-    // Created after "plain": once it is served, "plain" was looked at (one worker, FIFO).
-    create(&api, &classed("classed-2")).await;
+    create(&api, &classed("foreign", "example.com/metallb")).await;
+    // Created after the other two: once it is served, they were looked at (one worker, FIFO).
+    create(&api, &classed("classed-2", "example.com/hcloud")).await;
     ensured(&api, "classed").await;
     ensured(&api, "classed-2").await;
-    let plain = api.get("plain").await.expect("plain");
-    assert!(ingress(&plain).is_empty() && !has_finalizer(&plain), "the class-less Service is left to others");
+    for name in ["plain", "foreign"] {
+        let other = api.get(name).await.expect(name);
+        assert!(ingress(&other).is_empty() && !has_finalizer(&other), "{name} is left to others");
+    }
     assert_eq!(h.snapshot().load_balancers.len(), 2);
 }
 

@@ -57,14 +57,26 @@ fn check_assets(dir: &Path, origin: &str) -> Result<(), HarnessError> {
     Ok(())
 }
 
-/// The minor version of the API server binary (`Kubernetes v1.20.2` -> 20).
-pub(crate) async fn apiserver_minor_version(assets: &Path) -> Result<u32, HarnessError> {
+/// The version of the API server binary, as `kube-apiserver --version` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiServerVersion {
+    /// The full version, e.g. `v1.36.3`.
+    pub(crate) full: String,
+    /// The minor version, e.g. 36.
+    pub(crate) minor: u32,
+}
+
+/// Parse `Kubernetes v1.36.3` (the output of `kube-apiserver --version`).
+fn parse_version(output: &str) -> Option<ApiServerVersion> {
+    let full = output.split_whitespace().find(|word| word.starts_with("v1."))?;
+    let minor = full.strip_prefix("v1.")?.split(['.', '-', '+']).next()?.parse().ok()?;
+    Some(ApiServerVersion { full: full.to_owned(), minor })
+}
+
+/// The version of the API server binary in `assets`.
+pub(crate) async fn apiserver_version(assets: &Path) -> Result<ApiServerVersion, HarnessError> {
     let output = run_checked(&assets.join("kube-apiserver"), &["--version".as_ref()]).await?;
-    output
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("v1."))
-        .and_then(|rest| rest.split('.').next())
-        .and_then(|minor| minor.parse().ok())
+    parse_version(&output)
         .ok_or_else(|| HarnessError::Assets(format!("unexpected kube-apiserver --version output: {output:?}")))
 }
 
@@ -91,5 +103,19 @@ pub(crate) async fn run_checked(
             command: command_line,
             detail: format!("{}: {}", output.status, String::from_utf8_lossy(&output.stderr).trim()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        let v = parse_version("Kubernetes v1.36.3\n");
+        assert_eq!(v, Some(ApiServerVersion { full: "v1.36.3".to_owned(), minor: 36 }));
+        assert_eq!(parse_version("Kubernetes v1.33.0-rc.1").map(|v| v.minor), Some(33));
+        assert_eq!(parse_version("Kubernetes v0.0.0-master"), None);
+        assert_eq!(parse_version(""), None);
     }
 }

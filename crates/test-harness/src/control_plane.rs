@@ -13,7 +13,7 @@ use kube::{Api, Client, Config};
 use tempfile::TempDir;
 use tokio::sync::OnceCell;
 
-use crate::assets::{apiserver_minor_version, find_assets, run_checked};
+use crate::assets::{ApiServerVersion, apiserver_version, find_assets, run_checked};
 use crate::error::HarnessError;
 use crate::lifeline::{Supervised, pid_alive, tail_file};
 use crate::rbac;
@@ -68,6 +68,7 @@ pub struct ControlPlane {
     ccm_kubeconfig: PathBuf,
     restricted_kubeconfig: PathBuf,
     tokens: Tokens,
+    version: String,
     startup: Duration,
     time_to_readyz: Duration,
 }
@@ -105,11 +106,17 @@ impl ControlPlane {
     pub async fn start() -> Result<ControlPlane, HarnessError> {
         let started = Instant::now();
         let assets = find_assets().await?;
-        let minor = apiserver_minor_version(&assets).await?;
+        let version = apiserver_version(&assets).await?;
+        note_version_on_panic(format!(
+            "note: this test ran against kube-apiserver {} ({}); HCLOUD_CCM_KUBERNETES_VERSION or \
+             KUBEBUILDER_ASSETS picks another",
+            version.full,
+            assets.display()
+        ));
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match start_once(&assets, minor).await {
+            match start_once(&assets, &version).await {
                 Ok(mut control_plane) => {
                     control_plane.bootstrap().await?;
                     control_plane.startup = started.elapsed();
@@ -194,6 +201,16 @@ impl ControlPlane {
             reason: format!("{e}; last error: {last_error}"),
             detail: self.log_tails(),
         })
+    }
+
+    /// The API server's version as it reports it, e.g. `v1.36.3`.
+    pub fn kubernetes_version(&self) -> &str {
+        &self.version
+    }
+
+    /// The API server's minor version, e.g. 36.
+    pub fn kubernetes_minor(&self) -> u32 {
+        self.version.strip_prefix("v1.").and_then(|r| r.split('.').next()).and_then(|m| m.parse().ok()).unwrap_or(0)
     }
 
     /// The API server URL, `https://127.0.0.1:<port>`.
@@ -318,6 +335,21 @@ impl Drop for ControlPlane {
     }
 }
 
+/// Print `note` after the message of every panic in this process (once installed, later calls
+/// keep the first note): a failing test then says which Kubernetes version it ran against.
+fn note_version_on_panic(note: String) {
+    static NOTE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if NOTE.set(note).is_ok() {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            if let Some(note) = NOTE.get() {
+                eprintln!("{note}");
+            }
+        }));
+    }
+}
+
 /// Build a client from a kubeconfig file (current context).
 pub async fn client_from_kubeconfig(path: &Path) -> Result<Client, HarnessError> {
     let kubeconfig_error = |message: String| HarnessError::Kubeconfig { path: path.display().to_string(), message };
@@ -350,7 +382,7 @@ fn log_tails(etcd: &Supervised, apiserver: &Supervised) -> String {
 
 /// One attempt: a fresh directory, key and tokens; etcd and kube-apiserver on fresh ports;
 /// kubeconfigs; wait for `/readyz`.
-async fn start_once(assets: &Path, apiserver_minor: u32) -> Result<ControlPlane, StartFailure> {
+async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<ControlPlane, StartFailure> {
     let other = StartFailure::Other;
     let dir = tempfile::Builder::new()
         .prefix("harness-cp-")
@@ -397,7 +429,7 @@ async fn start_once(assets: &Path, apiserver_minor: u32) -> Result<ControlPlane,
     )
     .map_err(other)?;
 
-    let mut apiserver_args = vec![
+    let apiserver_args = vec![
         format!("--etcd-servers={client_url}"),
         "--bind-address=127.0.0.1".to_owned(),
         "--advertise-address=127.0.0.1".to_owned(),
@@ -415,10 +447,6 @@ async fn start_once(assets: &Path, apiserver_minor: u32) -> Result<ControlPlane,
         // plugin adds to new Nodes; Nodes carry exactly the taints the test gives them.
         "--disable-admission-plugins=TaintNodesByCondition".to_owned(),
     ];
-    if apiserver_minor < 24 {
-        // Removed in 1.24, where there is no insecure port at all.
-        apiserver_args.push("--insecure-port=0".to_owned());
-    }
     let apiserver = Supervised::spawn(
         "kube-apiserver",
         &assets.join("kube-apiserver"),
@@ -486,6 +514,7 @@ async fn start_once(assets: &Path, apiserver_minor: u32) -> Result<ControlPlane,
                             ccm_kubeconfig,
                             restricted_kubeconfig,
                             tokens,
+                            version: version.full.clone(),
                             startup: Duration::ZERO,
                             time_to_readyz: spawned.elapsed(),
                         });

@@ -74,6 +74,11 @@ pub enum HarnessError {
         message: String,
     },
 
+    /// The API server answered, but not as the harness relies on (e.g. it dropped the status a
+    /// Node was created with).
+    #[error("unexpected API server behaviour: {0}")]
+    Unexpected(String),
+
     /// A condition did not hold before its deadline.
     #[error("timed out after {timeout:?} waiting for {description}\n{last_state}")]
     Timeout {

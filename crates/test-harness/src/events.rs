@@ -48,10 +48,8 @@ impl fmt::Display for ObservedEvent {
 ///
 /// The two APIs are views of the same storage on a real API server, so an event normally
 /// appears in both; duplicates are removed by the Event's UID (the `core/v1` view is kept).
-/// Events about a Node are written in namespace `default` — except that kube-apiserver 1.20
-/// rejects (422) `events.k8s.io/v1` events about cluster-scoped objects anywhere but
-/// `kube-system` (newer servers accept `default`, where kube-runtime's `Recorder` puts them);
-/// listing all namespaces finds them wherever they are.
+/// Events about a Node are written in namespace `default` (where kube-runtime's `Recorder` and
+/// client-go put them); listing all namespaces finds them wherever a writer put them.
 pub async fn events_for(client: &Client, kind: &str, name: &str) -> Result<Vec<ObservedEvent>, HarnessError> {
     let mut seen = BTreeSet::new();
     let mut events = Vec::new();

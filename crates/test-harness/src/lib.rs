@@ -5,8 +5,9 @@
 //! # The pieces
 //!
 //! - [`ControlPlane`] runs etcd and kube-apiserver (the binaries come from `$KUBEBUILDER_ASSETS`
-//!   or from `scripts/provision-control-plane`, which builds kube-apiserver v1.20.2 once and
-//!   caches it). It writes kubeconfigs for three static-token identities — admin
+//!   or from `scripts/provision-control-plane`, which builds kube-apiserver, kubectl and etcd
+//!   of Kubernetes 1.36 — or of `$HCLOUD_CCM_KUBERNETES_VERSION` — from their Go modules once
+//!   and caches them; a panicking test prints the version it ran against). It writes kubeconfigs for three static-token identities — admin
 //!   (`system:masters`), the CCM (the ServiceAccount user bound to exactly the CCM's
 //!   ClusterRole from [`rbac`] plus the built-in `system:auth-delegator` for its secure port)
 //!   and one without permissions; their bearer tokens are available too — and builds a fresh
@@ -16,7 +17,7 @@
 //! - [`NodeBuilder`] and [`set_ready`] act like a kubelet started with
 //!   `--cloud-provider=external`: the Node gets the `uninitialized` taint, a `Ready`
 //!   condition, optionally the provided-node-ip annotation, pod CIDRs and a `Hostname`
-//!   address; status is written through the `/status` subresource.
+//!   address; the Node is created with its status in one request, as a kubelet registers.
 //! - [`wait_for`], [`wait_until`] and [`wait_for_value`] poll with a deadline (default
 //!   [`DEFAULT_TIMEOUT`]) instead of sleeping; a timeout error names what was awaited and shows
 //!   the object's last observed state.

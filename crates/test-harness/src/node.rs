@@ -217,29 +217,29 @@ impl NodeBuilder {
         }
     }
 
-    /// Create the Node, then write its status through the `/status` subresource (the API
-    /// server ignores status on create), like a registering kubelet. Returns the Node as
-    /// stored after both writes.
+    /// Create the Node with its status in one request, as a registering kubelet does (a Node,
+    /// unlike most objects, keeps the status it is created with), so no controller ever sees
+    /// it without the `Ready` condition it is built with. Returns the Node as stored.
     pub async fn register(&self, client: &Client) -> Result<Node, HarnessError> {
         let api: Api<Node> = Api::all(client.clone());
         let node = self.build();
-        let status = node.status.clone().unwrap_or_default();
         let created = api
-            .create(&PostParams::default(), &Node { status: None, ..node })
+            .create(&PostParams::default(), &node)
             .await
             .map_err(|e| HarnessError::kube(format!("creating Node {}", self.name), e))?;
-        if status.conditions.is_none() && status.addresses.is_none() {
-            return Ok(created);
+        let expected = node.status.unwrap_or_default();
+        let stored = created.status.clone().unwrap_or_default();
+        let kept = stored.conditions.as_ref().map(Vec::len) == expected.conditions.as_ref().map(Vec::len)
+            && stored.addresses == expected.addresses;
+        if kept {
+            Ok(created)
+        } else {
+            Err(HarnessError::Unexpected(format!(
+                "the API server dropped the status Node {} was created with (conditions {:?}, addresses {:?}); \
+                 kubelets rely on it keeping them",
+                self.name, stored.conditions, stored.addresses
+            )))
         }
-        let patch = json!({
-            "status": {
-                "conditions": status.conditions,
-                "addresses": status.addresses,
-            }
-        });
-        api.patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| HarnessError::kube(format!("writing the status of Node {}", self.name), e))
     }
 }
 

@@ -166,13 +166,12 @@ async fn events_are_read_from_both_event_apis() -> Result<()> {
         .create(&PostParams::default(), &core_event(&name, "FromCoreV1"))
         .await
         .context("creating a core/v1 event")?;
-    // kube-apiserver 1.20 accepts `events.k8s.io/v1` events about cluster-scoped objects only
-    // in `kube-system` (newer versions also in `default`, where kube-runtime's Recorder puts
-    // them).
+    // An `events.k8s.io/v1` event about the (cluster-scoped) Node, in `default` where
+    // kube-runtime's Recorder puts them.
     let v1_event = EventsV1Event {
         metadata: ObjectMeta {
             name: Some(unique_name("ev")),
-            namespace: Some("kube-system".to_owned()),
+            namespace: Some("default".to_owned()),
             ..ObjectMeta::default()
         },
         event_time: Some(MicroTime(Timestamp::now())),
@@ -191,7 +190,7 @@ async fn events_are_read_from_both_event_apis() -> Result<()> {
         ..EventsV1Event::default()
     };
     // The CCM writes core/v1 events only, and its shipped role has no events.k8s.io rights.
-    Api::<EventsV1Event>::namespaced(admin_client.clone(), "kube-system")
+    Api::<EventsV1Event>::namespaced(admin_client.clone(), "default")
         .create(&PostParams::default(), &v1_event)
         .await
         .context("creating an events.k8s.io/v1 event")?;
@@ -207,7 +206,7 @@ async fn events_are_read_from_both_event_apis() -> Result<()> {
     assert_eq!(reasons, ["FromCoreV1", "FromEventsV1"], "{events:?}");
     let namespaces: Vec<(&str, &str)> = events.iter().map(|e| (e.reason.as_str(), e.namespace.as_str())).collect();
     assert!(namespaces.contains(&("FromCoreV1", "default")), "{namespaces:?}");
-    assert!(namespaces.contains(&("FromEventsV1", "kube-system")), "{namespaces:?}");
+    assert!(namespaces.contains(&("FromEventsV1", "default")), "{namespaces:?}");
     assert!(events.iter().any(|e| e.api == EventApi::CoreV1));
 
     let other = events_for(&admin_client, "Node", &unique_name("nothing")).await?;

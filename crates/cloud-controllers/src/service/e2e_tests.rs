@@ -270,11 +270,8 @@ async fn service_lifecycle_end_to_end() {
     env.cleanup_nodes(&[&n1, &n3, &n4]).await;
 }
 
-/// The class selector end to end, on whatever API server runs the test: where the server keeps
-/// `spec.loadBalancerClass` (1.21+), a controller for class `example.com/cloud-lb` manages
-/// exactly that class and leaves class-less Services alone; where it prunes the field (the
-/// local 1.20 server), every Service arrives class-less, so that controller manages none of
-/// them (the planner tests cover the selector on its own).
+/// The class selector end to end: a controller for class `example.com/cloud-lb` manages exactly
+/// that class and leaves class-less Services and Services of another class alone.
 #[tokio::test]
 async fn the_class_selector_end_to_end() {
     let env = Env::new(Fake::default()).await;
@@ -288,6 +285,7 @@ async fn the_class_selector_end_to_end() {
     });
     let ours = env.create_lb_service("ours", Some("example.com/cloud-lb")).await;
     env.create_lb_service("classless", None).await;
+    env.create_lb_service("foreign", Some("example.com/other-lb")).await;
     // A barrier every controller handles, whatever its class: a ClusterIP Service carrying the
     // cleanup finalizer is cleaned up (finalizer removed). Once that happened, the two
     // Services above were handled or skipped.
@@ -307,18 +305,15 @@ async fn the_class_selector_end_to_end() {
     env.services().create(&PostParams::default(), &barrier).await.expect("barrier");
     env.wait_service("barrier", "the barrier cleaned up", |s| !has_finalizer(s)).await;
 
-    let kept = ours.spec.as_ref().and_then(|s| s.load_balancer_class.as_deref()) == Some("example.com/cloud-lb");
+    let stored_class = ours.spec.as_ref().and_then(|s| s.load_balancer_class.as_deref());
+    assert_eq!(stored_class, Some("example.com/cloud-lb"), "the API server keeps spec.loadBalancerClass");
     let ensured: Vec<String> = env.cloud.lb().ensure_calls.iter().map(|c| service_key(&c.service)).collect();
-    let classless = env.services().get("classless").await.expect("get");
-    assert!(!has_finalizer(Some(&classless)), "a class-less Service is left to another implementation");
-    if kept {
-        assert_eq!(ensured, vec![format!("{}/ours", env.namespace)], "exactly our class was ensured");
-        env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
-    } else {
-        assert!(ensured.is_empty(), "the server pruned the class: nothing is ours ({ensured:?})");
-        let ours = env.services().get("ours").await.expect("get");
-        assert!(!has_finalizer(Some(&ours)));
+    for name in ["classless", "foreign"] {
+        let other = env.services().get(name).await.expect("get");
+        assert!(!has_finalizer(Some(&other)), "{name} is left to another implementation");
     }
+    assert_eq!(ensured, vec![format!("{}/ours", env.namespace)], "exactly our class was ensured");
+    env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
     env.cleanup_nodes(&[&node]).await;
 }
 
@@ -398,13 +393,10 @@ async fn several_services_with_several_workers() {
     env.cleanup_nodes(&[&node]).await;
 }
 
-/// `ipMode` end to end, on whatever API server runs the test: the provider reports
-/// `ipMode: Proxy`; a server that keeps the field (1.29+) stores it, one that drops it (the local
-/// 1.20 server) stores the IP alone. Either way the status is written once: a second sync with
-/// the same answer sends no status patch (upstream would send one on every sync to a server
-/// that drops the field).
+/// `ipMode` end to end: the provider reports `ipMode: Proxy`, the API server (1.30+) stores it,
+/// and the status is written once: a second sync with the same answer sends no status patch.
 #[tokio::test]
-async fn ip_mode_is_written_once_whatever_the_server_keeps() {
+async fn ip_mode_is_stored_and_written_once() {
     let env = Env::new(Fake::default()).await;
     env.cloud.lb().ip_mode = Some(cloud_provider::IpMode::Proxy);
     env.run_controller(ServiceControllerConfig::default());
@@ -418,7 +410,7 @@ async fn ip_mode_is_written_once_whatever_the_server_keeps() {
             .and_then(|i| i.ip_mode.clone())
     };
     let stored = ip_mode(svc.as_ref());
-    assert!(stored.is_none() || stored.as_deref() == Some("Proxy"), "{stored:?}");
+    assert_eq!(stored.as_deref(), Some("Proxy"), "the API server keeps ingress[].ipMode");
 
     // A second sync (an annotation change is one of needsUpdate's triggers).
     env.services()

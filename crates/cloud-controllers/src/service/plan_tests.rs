@@ -1,6 +1,6 @@
 //! The planner's tests: the exact patches the controller sends, applied as the API server
-//! applies them, and what an API server that drops or defaults fields does to them (proven
-//! here because the local 1.20 API server prunes `status.loadBalancer.ingress[].ipMode`).
+//! applies them, and what an API server that drops or defaults fields does to them (servers
+//! before 1.29 drop `status.loadBalancer.ingress[].ipMode`; 1.30+ default it to `VIP`).
 
 use cloud_provider::well_known::FINALIZER_LOAD_BALANCER_CLEANUP as FINALIZER;
 use controller_runtime::merge_patch::apply_merge_patch_to;
@@ -116,7 +116,7 @@ fn the_status_is_patched_only_when_the_ingress_differs() {
 }
 
 /// What the API server stores after patch `patch`, when it drops `ipMode` (servers before
-/// 1.29, like the local 1.20 one) or defaults it to `VIP` for IPs sent without one (1.30+).
+/// 1.29) or defaults it to `VIP` for IPs sent without one (1.30+).
 fn server_stores(svc: &Service, patch: &serde_json::Value, server: &str) -> Service {
     let mut after = apply_merge_patch_to(svc, patch).expect("applies");
     if let Some(ingress) =

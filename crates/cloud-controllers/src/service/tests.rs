@@ -1,7 +1,5 @@
 //! Ports of upstream's `controllers/service/controller_test.go` that need no API server
-//! (predicates, `needsUpdate`, `needsCleanup`, the Service cache), and the class selector
-//! (including what an API server that prunes `spec.loadBalancerClass`, like the local 1.20
-//! one, makes of it).
+//! (predicates, `needsUpdate`, `needsCleanup`, the Service cache), and the class selector.
 
 use std::sync::Arc;
 
@@ -260,20 +258,6 @@ fn the_class_selector_picks_exactly_one_class_instead_of_the_classless_services(
     gone.spec.as_mut().expect("spec").type_ = Some("ClusterIP".into());
     assert!(needs_cleanup(&gone));
     assert_eq!(operation(&gone, class), Operation::Delete);
-}
-
-/// On an API server that predates `spec.loadBalancerClass` (the local 1.20 one prunes it), a
-/// Service created with a class arrives without one: the default controller manages it, and
-/// a controller for that class does not see it as its own. This is the API server's doing;
-/// the end-to-end test checks whichever behaviour the server under test has.
-#[test]
-fn a_pruned_class_looks_classless() {
-    let mut sent = serde_json::to_value(new_service("s", "LoadBalancer", vec![tweak_add_lb_class("example.com/x")]))
-        .expect("json");
-    sent["spec"].as_object_mut().expect("spec").remove("loadBalancerClass");
-    let stored: Service = serde_json::from_value(sent).expect("service");
-    assert!(wants_load_balancer(&stored, None));
-    assert!(!wants_load_balancer(&stored, Some("example.com/x")));
 }
 
 // ---------------------------------------------------------------------------------------------
