@@ -95,6 +95,15 @@ fn server_id(h: &FakeHandle, name: &str) -> u64 {
     h.snapshot().servers.iter().find(|s| s.name == name).map(|s| s.id).expect("server")
 }
 
+/// Adds a route to the network as another writer (not through `e.routes`, whose view it
+/// bypasses).
+async fn add_foreign_route(e: &Env, destination: &str, gateway: &str) {
+    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
+    let route =
+        hcloud_api::models::Route { destination: destination.parse().unwrap(), gateway: gateway.parse().unwrap() };
+    other.networks().add_route(NetworkId(e.net as i64), &route).await.expect("someone else's route");
+}
+
 #[tokio::test]
 async fn list_maps_gateways_to_servers_and_reports_the_rest_as_blackholes() {
     let e = env(Duration::ZERO).await;
@@ -127,12 +136,7 @@ async fn age(by: Duration) {
 async fn an_unknown_gateway_inside_the_cluster_is_confirmed_before_it_is_a_blackhole() {
     let e = env(Duration::ZERO).await;
     // A route inside the cluster CIDR via 10.0.0.8, which no server holds (yet).
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    let via_8 = hcloud_api::models::Route {
-        destination: "10.244.8.0/24".parse().unwrap(),
-        gateway: "10.0.0.8".parse().unwrap(),
-    };
-    other.networks().add_route(NetworkId(e.net as i64), &via_8).await.expect("route");
+    add_foreign_route(&e, "10.244.8.0/24", "10.0.0.8").await;
     // Fresh list (taken just now): a blackhole without a second list.
     let r = e.routes.list_routes(CLUSTER).await.unwrap();
     assert!(r.iter().find(|r| r.destination_cidr == "10.244.8.0/24").unwrap().blackhole);
@@ -158,11 +162,7 @@ async fn an_unknown_gateway_inside_the_cluster_is_confirmed_before_it_is_a_black
     // An unknown gateway inside the cluster CIDR with a snapshot older than the confirmation
     // age (HCLOUD_SERVER_CACHE_MAX_AGE): one fresh list; every attached server is in it, so
     // the blackhole is confirmed without a lookup per server.
-    let via_9 = hcloud_api::models::Route {
-        destination: "10.244.9.0/24".parse().unwrap(),
-        gateway: "10.0.0.9".parse().unwrap(),
-    };
-    other.networks().add_route(NetworkId(e.net as i64), &via_9).await.expect("route");
+    add_foreign_route(&e, "10.244.9.0/24", "10.0.0.9").await;
     let r = e.routes.list_routes(CLUSTER).await.unwrap();
     assert!(r.iter().find(|r| r.destination_cidr == "10.244.9.0/24").unwrap().blackhole);
     assert_eq!((e.h.request_count("GET /v1/servers"), e.h.request_count("GET /v1/servers/{id}")), (2, 1));
@@ -177,12 +177,7 @@ async fn a_live_server_a_paginated_list_missed_is_found_directly_and_its_route_i
     e.h.seed_server(&SeedServer::new("node-x").network_ip(e.net, "10.0.0.51")).unwrap();
     let x = server_id(&e.h, "node-x");
     let filler = server_id(&e.h, "filler-1");
-    let via_x = hcloud_api::models::Route {
-        destination: "10.244.51.0/24".parse().unwrap(),
-        gateway: "10.0.0.51".parse().unwrap(),
-    };
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    other.networks().add_route(NetworkId(e.net as i64), &via_x).await.expect("route");
+    add_foreign_route(&e, "10.244.51.0/24", "10.0.0.51").await;
     e.h.reset_requests();
 
     // A server of page 1 is deleted after page 1 was answered and before page 2 is: node-x
@@ -218,12 +213,7 @@ async fn a_failed_confirmation_is_an_error_not_a_blackhole() {
     e.routes.list_routes(CLUSTER).await.expect("list");
     // Attached after the (young) snapshot; its route's gateway is unknown to the snapshot.
     e.h.seed_server(&SeedServer::new("node-y").network_ip(e.net, "10.0.0.12")).unwrap();
-    let via_y = hcloud_api::models::Route {
-        destination: "10.244.12.0/24".parse().unwrap(),
-        gateway: "10.0.0.12".parse().unwrap(),
-    };
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    other.networks().add_route(NetworkId(e.net as i64), &via_y).await.expect("route");
+    add_foreign_route(&e, "10.244.12.0/24", "10.0.0.12").await;
     e.h.inject_fault(FaultRule::error(Some("GET"), "/servers/{id}", 403, "forbidden").times(1));
     let err = e.routes.list_routes(CLUSTER).await.expect_err("the confirmation failed");
     assert!(err.to_string().contains("to confirm a blackhole"), "{err}");
@@ -236,12 +226,7 @@ async fn a_gateway_no_attached_server_holds_is_a_blackhole_without_a_lookup_per_
     let e = env(Duration::ZERO).await;
     e.h.seed_servers(&hcloud_fake::control::SeedServerBatch::new("filler-", 60)).unwrap();
     let c = e.h.seed_server(&SeedServer::new("node-c").network_ip(e.net, "10.0.0.7")).unwrap();
-    let via_c = hcloud_api::models::Route {
-        destination: "10.244.7.0/24".parse().unwrap(),
-        gateway: "10.0.0.7".parse().unwrap(),
-    };
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    other.networks().add_route(NetworkId(e.net as i64), &via_c).await.expect("route");
+    add_foreign_route(&e, "10.244.7.0/24", "10.0.0.7").await;
     e.h.delete_server(c).unwrap();
     e.h.reset_requests();
     let r = e.routes.list_routes(CLUSTER).await.expect("list");
@@ -387,12 +372,7 @@ async fn a_stale_view_is_corrected_with_one_reload() {
     let a = server_id(&e.h, "node-a");
     e.routes.list_routes(CLUSTER).await.unwrap();
     // Another writer adds the same destination via node-b behind our back.
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    let foreign = hcloud_api::models::Route {
-        destination: "10.244.1.0/24".parse().unwrap(),
-        gateway: "10.0.0.6".parse().unwrap(),
-    };
-    other.networks().add_route(NetworkId(e.net as i64), &foreign).await.expect("someone else's route");
+    add_foreign_route(&e, "10.244.1.0/24", "10.0.0.6").await;
     let to_a = route_for("node-a", &format!("hcloud://{a}"), "10.244.1.0/24", "10.0.0.5");
     let gets = e.h.request_count("GET /v1/networks/{id}");
     e.routes.create_route(CLUSTER, "uid", &to_a).await.expect("replaced after one reload");
