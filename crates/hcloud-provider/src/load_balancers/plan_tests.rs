@@ -603,3 +603,60 @@ fn create_needs_a_location_or_network_zone() {
     let e = Case::default().create(&lb_type("lb11", 25)).expect_err("no placement");
     assert!(e.to_string().contains("a new Load Balancer needs one of them"), "{e}");
 }
+
+#[test]
+fn adoption_by_name_only_of_an_unlabelled_load_balancer_or_our_own() {
+    let unlabelled = observed(json!({"name": "shop-lb", "labels": {"env": "prod"}}));
+    assert_eq!(check_adoption(&unlabelled, UID), Ok(()), "the upgrade path from older official CCMs");
+    assert_eq!(check_adoption(&observed(json!({"name": "shop-lb"})), UID), Ok(()));
+    for owner in ["9a8b7c6d-0000-4e0b-9c1d-2e3f4a5b6c7d", ""] {
+        let foreign = observed(json!({"name": "shop-lb", "labels": {"hcloud-ccm/service-uid": owner}}));
+        let e = check_adoption(&foreign, UID).expect_err("someone else's");
+        assert_eq!(
+            e,
+            OwnedElsewhere {
+                name: "shop-lb".into(),
+                id: hcloud_api::models::LoadBalancerId(4711),
+                owner: owner.into()
+            }
+        );
+        assert!(
+            e.to_string().starts_with(&format!(
+                "Load Balancer shop-lb (4711) carries the label hcloud-ccm/service-uid={owner}: it belongs to another \
+                 Service"
+            )),
+            "{e}"
+        );
+        assert!(e.to_string().contains("annotation load-balancer.hetzner.cloud/name"), "{e}");
+    }
+}
+
+/// A Service written for the official CCM (Service-wide annotations only, several ports) gets
+/// exactly the create request it got before per-port annotations existed (the expected value
+/// was recorded with the code before them).
+#[test]
+fn official_ccm_service_with_several_ports_is_unchanged_by_per_port_support() {
+    let c = Case {
+        ports: vec![(80, "TCP", 30080), (443, "TCP", 30443), (53, "UDP", 30053)],
+        certs: vec![CertificateId(7)],
+        ..Case::with(&[
+            (a::LOCATION, "fsn1"),
+            (a::PROTOCOL, "https"),
+            (a::HTTP_CERTIFICATES, "7"),
+            (a::USES_PROXYPROTOCOL, "true"),
+            (a::HTTP_REDIRECT_HTTP, "true"),
+            (a::HEALTH_CHECK_INTERVAL, "5s"),
+            (a::HEALTH_CHECK_HTTP_PATH, "/ready"),
+        ])
+    };
+    let spec = c.spec();
+    assert_eq!(spec.status.ip_mode, cloud_provider::IpMode::Proxy);
+    let (req, _) = c.create(&lb_type("lb11", 25)).expect("create");
+    let service = |listen: u16, dest: u16| {
+        json!({"protocol": "https", "listen_port": listen, "destination_port": dest, "proxyprotocol": true,
+               "health_check": {"protocol": "http", "port": dest, "interval": 5, "timeout": 10, "retries": 3,
+                                "http": {"path": "/ready", "status_codes": ["2??", "3??"], "tls": true}},
+               "http": {"certificates": [7], "redirect_http": true, "sticky_sessions": false}})
+    };
+    assert_eq!(json_of(&req.services), json!([service(80, 30080), service(443, 30443)]));
+}

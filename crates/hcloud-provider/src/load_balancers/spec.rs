@@ -16,6 +16,8 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, Reader};
 use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults};
+pub use super::ports::PortSettings;
+use super::ports::{ip_mode, port_settings, ports_annotated};
 
 /// Where a new Load Balancer is created (create-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +167,7 @@ pub struct LbSpec {
     pub ipv4_rdns: Option<String>,
     /// Reverse DNS of the IPv6.
     pub ipv6_rdns: Option<String>,
-    /// Protocol of every port.
+    /// Protocol of every port (without a per-port annotation).
     pub protocol: LbProtocol,
     /// PROXY protocol of every port, if configured.
     pub proxyprotocol: Option<bool>,
@@ -177,6 +179,10 @@ pub struct LbSpec {
     pub health: HealthSpec,
     /// TCP ports, in Service order.
     pub ports: Vec<PortSpec>,
+    /// The settings of the ports named by per-port annotations (`port.<port>.<option>`);
+    /// every other port takes the Service-wide ones above. Empty for a Service written for
+    /// the official CCM.
+    pub port_settings: std::collections::BTreeMap<u16, PortSettings>,
     /// Ports with a protocol the Load Balancer cannot serve (`53/UDP`), skipped.
     pub unsupported_ports: Vec<String>,
     /// Which Nodes become targets.
@@ -217,7 +223,14 @@ pub fn service_key(svc: &Service) -> String {
     )
 }
 
-const PROTOCOLS: &[&str] = &["tcp", "http", "https"];
+/// Whether the Service is giving up its Load Balancer: being deleted, or no longer of type
+/// LoadBalancer (upstream's `needsCleanup`).
+pub fn leaving(svc: &Service) -> bool {
+    svc.metadata.deletion_timestamp.is_some()
+        || svc.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer")
+}
+
+pub(super) const PROTOCOLS: &[&str] = &["tcp", "http", "https"];
 
 fn lb_protocol(p: &str) -> LbProtocol {
     match p {
@@ -324,18 +337,10 @@ impl LbSpec {
         let ipv4_rdns = r.string(a::IPV4_RDNS).filter(|s| !s.is_empty());
         let ipv6_rdns = r.string(a::IPV6_RDNS).filter(|s| !s.is_empty());
 
-        let protocol = lb_protocol(r.choice(a::PROTOCOL, PROTOCOLS).unwrap_or("tcp"));
-        let proxyprotocol = bool_or(&mut r, a::USES_PROXYPROTOCOL, defaults.uses_proxyprotocol);
-
-        let http = HttpSpec {
-            cookie_name: r.string(a::HTTP_COOKIE_NAME),
-            cookie_lifetime: r.seconds(a::HTTP_COOKIE_LIFETIME, 1, u32::MAX),
-            redirect_http: r.bool(a::HTTP_REDIRECT_HTTP),
-            sticky_sessions: r.bool(a::HTTP_STICKY_SESSIONS),
-            timeout_idle: r.seconds(a::HTTP_TIMEOUT_IDLE, 1, u32::MAX),
-        };
-
-        let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https);
+        let (protocol, proxyprotocol, http) = transport(&mut r, defaults);
+        // With per-port annotations, each port checks that it has a certificate if it needs one.
+        let per_port = ports_annotated(svc.metadata.annotations.as_ref());
+        let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https && !per_port);
         let health = health(&mut r, defaults, &protocol);
 
         let mut ports = Vec::new();
@@ -365,16 +370,29 @@ impl LbSpec {
             None => LabelSelector::default(),
         };
 
+        let port_settings = if per_port {
+            port_settings(svc.metadata.annotations.as_ref(), defaults, &ports, &certificates, &mut r.problems)
+        } else {
+            std::collections::BTreeMap::new()
+        };
+
         let status = StatusSpec {
             hostname: r.string(a::HOSTNAME).filter(|h| !h.is_empty()),
             ipv6: !bool_or(&mut r, a::IPV6_DISABLED, Some(defaults.disable_ipv6)).unwrap_or(false),
             private_ingress: !bool_or(&mut r, a::DISABLE_PRIVATE_INGRESS, Some(defaults.disable_private_ingress))
                 .unwrap_or(false),
-            ip_mode: if proxyprotocol == Some(true) { IpMode::Proxy } else { IpMode::Vip },
+            ip_mode: ip_mode(proxyprotocol, &ports, &port_settings),
         };
 
         if !r.problems.is_empty() {
-            return Err(InvalidService { service, problems: r.problems });
+            let mut problems: Vec<Invalid> = Vec::with_capacity(r.problems.len());
+            for p in r.problems {
+                // A bad Service-wide value is read again for every port that inherits it.
+                if !problems.contains(&p) {
+                    problems.push(p);
+                }
+            }
+            return Err(InvalidService { service, problems });
         }
         Ok(LbSpec {
             service,
@@ -395,6 +413,7 @@ impl LbSpec {
             certificates,
             health,
             ports,
+            port_settings,
             unsupported_ports,
             node_selector,
             status,
@@ -405,6 +424,30 @@ impl LbSpec {
     pub fn default_certificate_name(uid: &str) -> String {
         format!("ccm-managed-certificate-{uid}")
     }
+}
+
+/// Protocol, PROXY protocol and HTTP options, read by `r` (Service-wide or for one port).
+pub(super) fn transport(r: &mut Reader<'_>, defaults: &LbDefaults) -> (LbProtocol, Option<bool>, HttpSpec) {
+    let protocol = lb_protocol(r.choice(a::PROTOCOL, PROTOCOLS).unwrap_or("tcp"));
+    let proxyprotocol = bool_or(r, a::USES_PROXYPROTOCOL, defaults.uses_proxyprotocol);
+    let http = HttpSpec {
+        cookie_name: r.string(a::HTTP_COOKIE_NAME),
+        cookie_lifetime: r.seconds(a::HTTP_COOKIE_LIFETIME, 1, u32::MAX),
+        redirect_http: r.bool(a::HTTP_REDIRECT_HTTP),
+        sticky_sessions: r.bool(a::HTTP_STICKY_SESSIONS),
+        timeout_idle: r.seconds(a::HTTP_TIMEOUT_IDLE, 1, u32::MAX),
+    };
+    (protocol, proxyprotocol, http)
+}
+
+/// Certificate ids (numbers) or names.
+pub(super) fn cert_refs(list: Vec<String>) -> Vec<CertRef> {
+    list.into_iter()
+        .map(|c| match c.parse::<i64>() {
+            Ok(id) => CertRef::Id(CertificateId(id)),
+            Err(_) => CertRef::Name(c),
+        })
+        .collect()
 }
 
 /// The annotation if present (problems recorded), else the default.
@@ -443,14 +486,7 @@ fn certificates(r: &mut Reader<'_>, uid: &str, https: bool) -> CertificateSpec {
         return CertificateSpec::Managed { name, domains, staging };
     }
     match r.list(a::HTTP_CERTIFICATES) {
-        Some(list) if !list.is_empty() => CertificateSpec::Uploaded(
-            list.into_iter()
-                .map(|c| match c.parse::<i64>() {
-                    Ok(id) => CertRef::Id(CertificateId(id)),
-                    Err(_) => CertRef::Name(c),
-                })
-                .collect(),
-        ),
+        Some(list) if !list.is_empty() => CertificateSpec::Uploaded(cert_refs(list)),
         other => {
             if https {
                 let value =
@@ -470,7 +506,7 @@ fn certificates(r: &mut Reader<'_>, uid: &str, https: bool) -> CertificateSpec {
     }
 }
 
-fn health(r: &mut Reader<'_>, defaults: &LbDefaults, service_protocol: &LbProtocol) -> HealthSpec {
+pub(super) fn health(r: &mut Reader<'_>, defaults: &LbDefaults, service_protocol: &LbProtocol) -> HealthSpec {
     let (min, max) = HEALTH_CHECK_SECONDS;
     let ann_protocol = r.choice(a::HEALTH_CHECK_PROTOCOL, PROTOCOLS);
     let port = r.int(a::HEALTH_CHECK_PORT, 1, 65535).and_then(|p| u16::try_from(p).ok());
