@@ -359,12 +359,12 @@ struct EnvelopeError {
 
 /// Builds an [`ApiError`] from a non-success answer.
 pub(crate) fn parse_api_error(status: u16, body: &[u8], correlation_id: Option<String>, request: String) -> ApiError {
-    match serde_json::from_slice::<Envelope>(body) {
-        Ok(env) => {
+    match envelope(body) {
+        Some(env) => {
             let details = env.error.details.and_then(|d| parse_details(&env.error.code, d));
             ApiError { status, code: env.error.code, message: env.error.message, details, correlation_id, request }
         }
-        Err(_) => {
+        None => {
             let text = String::from_utf8_lossy(body);
             let snippet: String = text.chars().take(200).collect();
             ApiError {
@@ -381,6 +381,17 @@ pub(crate) fn parse_api_error(status: u16, body: &[u8], correlation_id: Option<S
             }
         }
     }
+}
+
+/// The API's error envelope, `{"error": {"code": ..., ...}}`: objects only. (serde also reads
+/// a struct from a JSON array, so `[["not_found"]]` would pass for one, and only a real
+/// `not_found` envelope may make a resource count as absent.)
+fn envelope(body: &[u8]) -> Option<Envelope> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if !value.get("error").is_some_and(serde_json::Value::is_object) {
+        return None;
+    }
+    serde_json::from_value(value).ok()
 }
 
 fn parse_details(code: &ErrorCode, details: serde_json::Value) -> Option<ErrorDetails> {
@@ -436,6 +447,20 @@ mod tests {
         assert!(e.message.contains("bad gateway"));
         let e = parse_api_error(504, b"", None, "GET /x".into());
         assert_eq!(e.code, ErrorCode::Timeout);
+    }
+
+    #[test]
+    fn only_a_json_object_is_an_error_envelope() {
+        // Found by fuzzing (fuzz/ hcloud_json): serde reads a struct from a JSON array too, so
+        // `[["not_found"]]` was an envelope with code `not_found` — and only a real Hetzner
+        // `not_found` envelope may make a resource count as absent.
+        for body in [&br#"[["not_found"]]"#[..], br#"{"error":["not_found"]}"#, br#"[{"code":"not_found"}]"#] {
+            let e = parse_api_error(404, body, None, "GET /servers/1".into());
+            assert_eq!(e.code, ErrorCode::Unknown("http_404".into()), "{}", String::from_utf8_lossy(body));
+            assert!(!Error::from(e).is_not_found());
+        }
+        let e = parse_api_error(404, br#"{"error":{"code":"not_found","message":"gone"}}"#, None, "GET /x".into());
+        assert_eq!(e.code, ErrorCode::NotFound);
     }
 
     #[test]

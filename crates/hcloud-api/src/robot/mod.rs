@@ -200,14 +200,14 @@ pub(crate) fn decode_answer<T: DeserializeOwned>(status: u16, body: &[u8], reque
     if (200..300).contains(&status) {
         return serde_json::from_slice(body).map_err(|e| RobotError::Decode { request, message: e.to_string() });
     }
-    Err(match serde_json::from_slice::<models::ErrorWrap>(body) {
-        Ok(w) => RobotError::Api {
+    Err(match error_envelope(body) {
+        Some(w) => RobotError::Api {
             status: if w.error.status == 0 { status } else { w.error.status },
             code: RobotErrorCode::parse(&w.error.code),
             message: w.error.message,
             request,
         },
-        Err(_) => RobotError::Api {
+        None => RobotError::Api {
             status,
             code: RobotErrorCode::Other(String::new()),
             message: format!("HTTP {status} without an error envelope"),
@@ -216,9 +216,36 @@ pub(crate) fn decode_answer<T: DeserializeOwned>(status: u16, body: &[u8], reque
     })
 }
 
+/// The webservice's error envelope, `{"error": {...}}`: objects only. (serde also reads a
+/// struct from a JSON array, so `[[404, "SERVER_NOT_FOUND"]]` would pass for one, and
+/// `SERVER_NOT_FOUND` makes a server count as absent.)
+fn error_envelope(body: &[u8]) -> Option<models::ErrorWrap> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if !value.get("error").is_some_and(serde_json::Value::is_object) {
+        return None;
+    }
+    serde_json::from_value(value).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_json_object_is_an_error_envelope() {
+        // Like the Cloud API's envelope (found by fuzzing there): an array is no envelope, so
+        // it can never say SERVER_NOT_FOUND, which makes a server count as absent.
+        for body in [&br#"[[404,"SERVER_NOT_FOUND"]]"#[..], br#"{"error":[404,"SERVER_NOT_FOUND","gone"]}"#] {
+            let e = server_answer(404, body, "GET /server/1".into()).expect_err("no envelope");
+            assert!(
+                matches!(&e, RobotError::Api { code: RobotErrorCode::Other(c), .. } if c.is_empty()),
+                "{e:?} from {}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        let real = br#"{"error":{"status":404,"code":"SERVER_NOT_FOUND","message":"Server not found"}}"#;
+        assert_eq!(server_answer(404, real, "GET /server/1".into()).expect("absent"), None);
+    }
 
     #[test]
     fn password_is_not_in_debug_output() {
