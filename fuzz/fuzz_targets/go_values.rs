@@ -32,10 +32,12 @@ fn go_string(d: Duration) -> String {
         return "0s".to_owned();
     }
     if u < 1_000_000_000 {
-        let (prec, div, unit) = match u {
-            ..1_000 => (0, 1, "ns"),
-            ..1_000_000 => (3, 1_000, "µs"),
-            _ => (6, 1_000_000, "ms"),
+        let (prec, div, unit) = if u < 1_000 {
+            (0, 1, "ns")
+        } else if u < 1_000_000 {
+            (3, 1_000, "µs")
+        } else {
+            (6, 1_000_000, "ms")
         };
         return format!("{}{}{unit}", u / div, frac(u % div, prec));
     }

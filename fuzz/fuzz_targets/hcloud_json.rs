@@ -38,12 +38,12 @@ fn check<T: DeserializeOwned + PartialEq + Debug>(body: &[u8], key: &str) {
             Err(e) => panic!("decodes alone but not as a list entry: {e}"),
         }
     }
-    if let Ok(page) = decode_page::<T>(body, key) {
-        if let Ok(tree) = serde_json::from_slice::<Value>(body) {
-            // The last of duplicate keys counts in both.
-            let list = tree.get(key).and_then(Value::as_array).expect("a decoded page has its list");
-            assert_eq!(list.len(), page.items.len());
-        }
+    if let Ok(page) = decode_page::<T>(body, key)
+        && let Ok(tree) = serde_json::from_slice::<Value>(body)
+    {
+        // The last of duplicate keys counts in both.
+        let list = tree.get(key).and_then(Value::as_array).expect("a decoded page has its list");
+        assert_eq!(list.len(), page.items.len());
     }
 }
 
