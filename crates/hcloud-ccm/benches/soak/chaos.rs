@@ -24,7 +24,8 @@ fn modes() -> Vec<(&'static str, FaultRule)> {
         ("html 502", FaultRule::html(None, ANY, 502)),
         ("html 503", FaultRule::html(None, ANY, 503)),
         ("429 rate_limit_exceeded", FaultRule::error(None, ANY, 429, "rate_limit_exceeded")),
-        // Longer than the client's 15 s per-attempt timeout; the handler runs afterwards.
+        // Longer than the client's 15 s per-attempt timeout: the client gives up and the fake
+        // drops the request unanswered (nothing applied; not in the fake's request log).
         ("client timeout (20 s latency)", FaultRule::latency(None, ANY, Duration::from_secs(20))),
         ("reset before response", FaultRule::reset(None, ANY)),
         ("reset mid-body (applied)", FaultRule::reset_mid_body(None, ANY)),
