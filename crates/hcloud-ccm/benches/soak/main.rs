@@ -10,11 +10,9 @@
 //! every mode the fake knows (JSON 5xx, HTML 5xx, 429, client timeouts, connection resets
 //! before and in the middle of the answer, conflict, locked, a change applied whose answer is
 //! lost, failed actions), and every SOAK_HANDOVER_SECS the leader is stopped and a new replica
-//! started right after it exits. The leader releases the lease on SIGTERM and the new replica
-//! asks for it at start-up, before the waiting standby's next retry (2 s), so it is the new
-//! replica that leads each time and the first standby waits all along: the figures include a
-//! standby's over the whole run. The fake's rate limit is the API's (3600 per hour, a full
-//! bucket at the start).
+//! started right after it exits. The leader releases the lease on SIGTERM, and whichever asks
+//! first takes it: the waiting standby (it retries every 2 s) or the new replica (it asks at
+//! start-up). The fake's rate limit is the API's (3600 per hour, a full bucket at the start).
 //!
 //! Reports: RSS, peak RSS, open file descriptors and threads of each replica from `/proc`
 //! (tokio tasks are not exposed by the CCM's metrics), Hetzner requests per hour by endpoint
