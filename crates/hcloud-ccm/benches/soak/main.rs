@@ -301,6 +301,16 @@ async fn main() {
             hit.values().sum::<u64>() as f64 * 100.0 / counts.total as f64
         );
         println!("armed by mode: {armed:?}; rate-limit 429s (not injected): {organic_429}");
+        // Errors the fake itself answered (not injected): what the CCM asked for in vain.
+        let mut refused: BTreeMap<String, u64> = BTreeMap::new();
+        for r in log.iter().filter(|r| r.fault.is_none() && r.status >= 400) {
+            let code = r.error_code.as_deref().unwrap_or("-");
+            *refused.entry(format!("{} → {} {code}", r.endpoint, r.status)).or_insert(0) += 1;
+        }
+        println!("errors answered by the fake itself (not injected):");
+        for (what, n) in &refused {
+            println!("  {n:>7}  {what}");
+        }
         for r in &replicas {
             let fp = hcloud_fake::token_fingerprint(&r.token);
             let mine = log.iter().filter(|x| x.token_fingerprint.as_deref() == Some(fp.as_str())).count();
