@@ -19,7 +19,7 @@ use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_
 use super::services::desired_services;
 use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
 use super::status::status;
-use super::targets::{RobotTargets, ServerTarget, desired_targets};
+use super::targets::{RobotTargets, ServerTarget, desired_targets, node_selector_keys};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
 use crate::instances::api_error;
 use crate::metrics::HcloudMetrics;
@@ -535,6 +535,12 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     async fn update_load_balancer(&self, _cluster: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.UpdateLoadBalancer");
         self.reconcile(svc, nodes, Mode::Update).await.map(|_| ())
+    }
+
+    /// The keys the `node-selector` annotation looks at (none when it is absent or invalid:
+    /// the sync reports an invalid one).
+    fn node_label_keys(&self, svc: &Service) -> Vec<String> {
+        node_selector_keys(svc)
     }
 
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, svc: &Service) -> Result<(), CloudError> {
