@@ -11,8 +11,8 @@
 mod common;
 
 use common::lb::{
-    delete_node, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports, server_nodes,
-    target_servers, wait_lb,
+    create, delete_node, ensured, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports,
+    server_nodes, target_servers, wait_lb,
 };
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
@@ -22,18 +22,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use test_harness::{wait_for, wait_for_event};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
-
-async fn create(api: &Api<Service>, svc: &Service) -> Service {
-    api.create(&PostParams::default(), svc).await.expect("create service")
-}
-
-/// Waits until the Service has an ingress and returns it.
-async fn ensured(api: &Api<Service>, name: &str) -> Service {
-    wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| s.is_some_and(|s| !ingress(s).is_empty()))
-        .await
-        .expect("ingress")
-        .expect("service")
-}
 
 async fn patch(api: &Api<Service>, name: &str, patch: serde_json::Value) -> Service {
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch service")

@@ -40,6 +40,9 @@ pub struct LbDefaults {
     pub lb_type: Option<String>,
     /// `HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL` (unset: not sent).
     pub uses_proxyprotocol: Option<bool>,
+    /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS` (hcloud-ccm only, default false):
+    /// `externalTrafficPolicy: Local` Services get kube-proxy's health check.
+    pub health_check_local_endpoints: bool,
 }
 
 /// What the `HCLOUD_LOAD_BALANCERS_*` variables mean (for `--help`).
@@ -70,6 +73,11 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", "Default health check interval (Go duration, whole seconds)."),
     ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", "Default health check timeout (Go duration, whole seconds)."),
     ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "Default health check retries (integer)."),
+    (
+        "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS",
+        "hcloud-ccm only: Services with externalTrafficPolicy Local and no health-check-protocol/-port annotation \
+         are checked over HTTP on their healthCheckNodePort, path /healthz (kube-proxy). Default false.",
+    ),
     (
         "HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE",
         "hcloud-ccm only: how old the shared Load Balancer list may get before it is read again (default 5m).",
@@ -163,6 +171,8 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
         private_subnet_ip_range,
         lb_type: var("HCLOUD_LOAD_BALANCERS_TYPE"),
         uses_proxyprotocol: boolean(errors, "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"),
+        health_check_local_endpoints: boolean(errors, "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS")
+            .unwrap_or(false),
     };
     (enabled, defaults, max_age)
 }
@@ -207,6 +217,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "true"),
             ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "30s"),
+            ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "true"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!enabled);
@@ -227,6 +238,7 @@ mod tests {
                 private_subnet_ip_range: Some("10.0.1.0/24".parse().expect("cidr")),
                 lb_type: Some("lb21".into()),
                 uses_proxyprotocol: Some(true),
+                health_check_local_endpoints: true,
             }
         );
     }
@@ -243,6 +255,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", "500ms"),
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "-1"),
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "on"),
+            ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "yes"),
         ]);
         let text = errors.join("\n");
         for needle in [
@@ -254,9 +267,10 @@ mod tests {
             "HEALTH_CHECK_TIMEOUT: \"500ms\" is invalid; the API takes whole seconds",
             "HEALTH_CHECK_RETRIES: \"-1\" is invalid",
             "USES_PROXYPROTOCOL: \"on\" is not a boolean",
+            "HEALTH_CHECK_LOCAL_ENDPOINTS: \"yes\" is not a boolean",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
-        assert_eq!(errors.len(), 8);
+        assert_eq!(errors.len(), 9);
     }
 }

@@ -26,6 +26,7 @@ pub mod annotations;
 pub mod catalog;
 pub mod defaults;
 pub mod lb_inventory;
+pub mod local_health;
 pub mod plan;
 mod provider;
 pub mod services;

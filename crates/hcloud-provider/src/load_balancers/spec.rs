@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, Reader};
 use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults};
+use super::local_health::local_endpoints_health;
 
 /// Where a new Load Balancer is created (create-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,6 +345,7 @@ impl LbSpec {
 
         let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https);
         let health = health(&mut r, defaults, &protocol);
+        let health = local_endpoints_health(&mut r, svc, defaults, health);
 
         let mut ports = Vec::new();
         let mut unsupported_ports = Vec::new();

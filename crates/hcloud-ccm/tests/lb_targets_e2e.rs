@@ -1,0 +1,76 @@
+//! End to end: issue 20's target and health features of the Load Balancers (real
+//! kube-apiserver + etcd, the Hetzner fake, the `hcloud-ccm` binary): `externalTrafficPolicy:
+//! Local` health checks, unhealthy-target warnings, foreign targets and services kept.
+//! Split from `lb_e2e.rs` (same set-up in `common::lb`).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use common::lb::{create, ensured, fresh_namespace, lb_service, server_nodes, wait_lb};
+use common::{Env, REACT};
+use hcloud_fake::FakeConfig;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Patch, PatchParams};
+use test_harness::wait_for_event;
+
+const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
+
+fn local_policy(mut svc: Service) -> Service {
+    svc.spec.as_mut().unwrap().external_traffic_policy = Some("Local".into());
+    svc
+}
+
+/// (protocol, port, path) of every LB service's health check.
+fn checks(lb: &hcloud_fake::wire::LoadBalancer) -> Vec<(String, u16, Option<String>)> {
+    lb.services
+        .iter()
+        .map(|s| {
+            let h = &s.health_check;
+            (h.protocol.clone(), h.port, h.http.as_ref().map(|h| h.path.clone()))
+        })
+        .collect()
+}
+
+/// `externalTrafficPolicy: Local`, opted in cluster-wide: the LB checks the
+/// `healthCheckNodePort` the API server allocated, over HTTP on `/healthz`; a Service that
+/// opts out keeps the official TCP check on its NodePort; a bad value is a Warning naming the
+/// annotation and what is accepted, and the Load Balancer stays as it was.
+#[tokio::test]
+async fn local_traffic_policy_health_checks_kube_proxy() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1", "lb-n2"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION, ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "true")], &[]).await;
+    create(&api, &local_policy(lb_service("local", &[], &[80, 443]))).await;
+    let off = [("load-balancer.hetzner.cloud/health-check-local-endpoints", "false")];
+    create(&api, &local_policy(lb_service("optout", &off, &[80]))).await;
+
+    let svc = ensured(&api, "local").await;
+    let hc_port = svc.spec.as_ref().unwrap().health_check_node_port.expect("allocated") as u16;
+    let want = vec![("http".to_owned(), hc_port, Some("/healthz".to_owned())); 2];
+    wait_lb(&h, &svc, "kube-proxy's health check on every port", |l| checks(l) == want).await;
+
+    let optout = ensured(&api, "optout").await;
+    let node_port = optout.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].node_port.unwrap() as u16;
+    wait_lb(&h, &optout, "the official TCP check", |l| checks(l) == vec![("tcp".to_owned(), node_port, None)]).await;
+
+    let writes = |h: &hcloud_fake::FakeHandle| {
+        h.request_counts().by_endpoint.into_iter().filter(|(k, _)| !k.starts_with("GET ")).collect::<Vec<_>>()
+    };
+    let before = writes(&h);
+    let bad = serde_json::json!({"metadata": {"annotations": {
+        "load-balancer.hetzner.cloud/health-check-local-endpoints": "yes"}}});
+    api.patch("local", &PatchParams::default(), &Patch::Merge(&bad)).await.expect("patch");
+    let e = wait_for_event(&env.client, "Service", "local", "SyncLoadBalancerFailed", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert!(
+        e.message.contains("annotation load-balancer.hetzner.cloud/health-check-local-endpoints: \"yes\" is invalid")
+            && e.message.contains("accepted: true, false"),
+        "{}",
+        e.message
+    );
+    assert_eq!(writes(&h), before, "nothing was sent");
+    assert_eq!(checks(&wait_lb(&h, &svc, "unchanged", |_| true).await), want);
+}
