@@ -74,3 +74,39 @@ async fn local_traffic_policy_health_checks_kube_proxy() {
     assert_eq!(writes(&h), before, "nothing was sent");
     assert_eq!(checks(&wait_lb(&h, &svc, "unchanged", |_| true).await), want);
 }
+
+/// Upstream's `EnsuringLoadBalancer` / `EnsuredLoadBalancer`, and a Warning
+/// `UnhealthyLoadBalancerTarget` on the Service once Hetzner reports one of its targets
+/// unhealthy for longer than `unhealthy-target-warning-after`, read from the Load Balancer list
+/// (re-read here every second: `HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE=1s`).
+#[tokio::test]
+async fn an_unhealthy_target_gives_a_warning_on_the_service() {
+    use hcloud_fake::control::TargetHealthOverride;
+
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let nodes = server_nodes(&env, &["lb-n1", "lb-n2"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION, ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "1s")], &[]).await;
+    let after = [("load-balancer.hetzner.cloud/unhealthy-target-warning-after", "2s")];
+    create(&api, &lb_service("health", &after, &[80])).await;
+    let svc = ensured(&api, "health").await;
+    let lb = wait_lb(&h, &svc, "both targets", |l| l.targets.len() == 2).await;
+    for reason in ["EnsuringLoadBalancer", "EnsuredLoadBalancer"] {
+        let e = wait_for_event(&env.client, "Service", "health", reason, REACT).await.expect("upstream event");
+        assert_eq!(e.type_, "Normal");
+    }
+
+    h.set_target_health(lb.id, &TargetHealthOverride::server(nodes[1].0, "unhealthy").port(80)).expect("health");
+    let e =
+        wait_for_event(&env.client, "Service", "health", "UnhealthyLoadBalancerTarget", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert!(
+        e.message.starts_with(&format!(
+            "Hetzner reports target server {} (Node lb-n2) of Load Balancer {} ({}) unhealthy on port 80 for at least",
+            nodes[1].0, lb.name, lb.id
+        )),
+        "{}",
+        e.message
+    );
+}

@@ -60,3 +60,94 @@ async fn local_traffic_policy_checks_kube_proxy_and_costs_nothing_when_unchanged
     s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("update");
     assert_eq!(s.h.request_counts().total, 0, "nothing changed: no request at all");
 }
+
+/// Item 6: a target Hetzner reports unhealthy for longer than the configured time gets one
+/// Warning on the Service, from the Load Balancer list (no request of its own); a sync where
+/// nothing changed still sends nothing, and the background pass reads only the list, once per
+/// max age, and stops when no Service wants the warning.
+#[tokio::test]
+async fn an_unhealthy_target_is_warned_about_from_the_list_alone() {
+    use hcloud_fake::control::TargetHealthOverride;
+    use hcloud_provider::HcloudLoadBalancers;
+    use hcloud_provider::load_balancers::LbDefaults;
+    use hcloud_provider::load_balancers::target_health::UNHEALTHY_TARGET;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let fake = hcloud_fake::FakeServer::start(hcloud_fake::FakeConfig::default()).await.expect("fake");
+    let h = fake.handle();
+    let defaults = LbDefaults { location: Some("fsn1".into()), ..Default::default() };
+    let period = Duration::from_millis(300);
+    let lbs = HcloudLoadBalancers::with_policy(client(&fake), defaults, None, period, fast_policy());
+    let events = Arc::new(Events::default());
+    lbs.set_events(events.clone());
+    let s = Setup { fake, h, lbs, events };
+    let nodes = seed_nodes(&s.h, 2, None);
+    let svc = service(&[(a::TYPE, "lb11"), (a::UNHEALTHY_TARGET_WARNING_AFTER, "1s")], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    settle(&s).await;
+    assert!(s.lbs.health_warnings().watches(UID));
+
+    // Steady state: a sync sends nothing, and the background pass only lists.
+    s.h.reset_requests();
+    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("update");
+    let started = std::time::Instant::now();
+    test_harness_free_wait(Duration::from_secs(10), || s.h.request_count("GET /v1/load_balancers") >= 3).await;
+    let elapsed = started.elapsed();
+    let log = sent(&s.h);
+    assert!(log.iter().all(|e| e == "GET /v1/load_balancers"), "only the list: {log:?}");
+    let most = (elapsed.as_millis() / period.as_millis()) as usize + 2;
+    assert!(log.len() <= most, "{} lists in {elapsed:?} with a {period:?} max age", log.len());
+    assert!(s.events.with_reason(UNHEALTHY_TARGET).is_empty(), "every target is healthy");
+
+    // Server 1 turns unhealthy on port 80: one Warning after the configured second.
+    let lb = only_lb(&s.h);
+    let sick = lb.targets[0].server.as_ref().unwrap().id;
+    s.h.set_target_health(lb.id, &TargetHealthOverride::server(sick, "unhealthy").port(80)).expect("health");
+    test_harness_free_wait(Duration::from_secs(10), || !s.events.with_reason(UNHEALTHY_TARGET).is_empty()).await;
+    let warned = s.events.with_reason(UNHEALTHY_TARGET);
+    assert_eq!(warned.len(), 1);
+    assert_eq!(warned[0].object.name, "web");
+    assert!(
+        warned[0].message.starts_with(&format!(
+            "Hetzner reports target server {sick} (Node node-0) of Load Balancer {} ({}) unhealthy on port 80",
+            lb.name, lb.id
+        )),
+        "{}",
+        warned[0].message
+    );
+    let lists = s.h.request_count("GET /v1/load_balancers");
+    test_harness_free_wait(Duration::from_secs(10), || s.h.request_count("GET /v1/load_balancers") >= lists + 2).await;
+    assert_eq!(s.events.with_reason(UNHEALTHY_TARGET).len(), 1, "once per unhealthy spell");
+
+    // The Service is deleted: nothing is watched, the pass ends.
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("delete");
+    assert!(!s.lbs.health_warnings().watches(UID));
+    test_harness_free_wait(Duration::from_secs(10), || !s.lbs.health_warnings().pass_running()).await;
+    s.h.reset_requests();
+    tokio::time::sleep(period * 3).await; // a window in which a live pass would have listed
+    assert_eq!(s.h.request_counts().total, 0, "no pass without a watched Service");
+}
+
+#[test]
+fn the_warning_time_is_read_from_the_annotation_or_the_variable() {
+    use hcloud_provider::load_balancers::LbDefaults;
+    use hcloud_provider::load_balancers::spec::LbSpec;
+    use std::time::Duration;
+
+    let ports = [(80, "TCP", 30080)];
+    let after = |ann: &[(&str, &str)], d: &LbDefaults| {
+        LbSpec::from_service(&service(ann, &ports), d, None).map(|s| s.unhealthy_target_warning_after)
+    };
+    let env = LbDefaults { unhealthy_target_warning_after: Some(300), ..Default::default() };
+    assert_eq!(after(&[], &LbDefaults::default()).unwrap(), None, "off by default");
+    assert_eq!(after(&[], &env).unwrap(), Some(Duration::from_secs(300)));
+    assert_eq!(after(&[(a::UNHEALTHY_TARGET_WARNING_AFTER, "90s")], &env).unwrap(), Some(Duration::from_secs(90)));
+    assert_eq!(after(&[(a::UNHEALTHY_TARGET_WARNING_AFTER, "0s")], &env).unwrap(), None, "0s turns it off");
+    let bad = after(&[(a::UNHEALTHY_TARGET_WARNING_AFTER, "soon")], &env).expect_err("invalid");
+    assert_eq!(
+        bad.problems[0].to_string(),
+        "annotation load-balancer.hetzner.cloud/unhealthy-target-warning-after: \"soon\" is invalid; accepted: a Go \
+         duration like 15s, 1m30s or 2h (a number needs a unit)"
+    );
+}

@@ -108,10 +108,13 @@ annotations! {
     /// `health-check-protocol` nor `health-check-port`, check kube-proxy's
     /// `healthCheckNodePort` over HTTP on `/healthz`.
     HEALTH_CHECK_LOCAL_ENDPOINTS = "health-check-local-endpoints";
+    /// Duration (hcloud-ccm only): a Warning when Hetzner reports a target unhealthy this
+    /// long; `0s` turns it off.
+    UNHEALTHY_TARGET_WARNING_AFTER = "unhealthy-target-warning-after";
 }
 
 /// The annotations hcloud-ccm adds to the official CCM's (issue 20's opt-in features).
-pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS];
+pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER];
 
 /// The identity label the official CCM puts on Load Balancers (and managed certificates).
 pub const LABEL_SERVICE_UID: &str = "hcloud-ccm/service-uid";

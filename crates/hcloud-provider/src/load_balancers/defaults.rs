@@ -43,6 +43,9 @@ pub struct LbDefaults {
     /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS` (hcloud-ccm only, default false):
     /// `externalTrafficPolicy: Local` Services get kube-proxy's health check.
     pub health_check_local_endpoints: bool,
+    /// `HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER` (hcloud-ccm only, unset or `0s`:
+    /// off), seconds: a Warning when a target is unhealthy this long.
+    pub unhealthy_target_warning_after: Option<u32>,
 }
 
 /// What the `HCLOUD_LOAD_BALANCERS_*` variables mean (for `--help`).
@@ -79,6 +82,12 @@ pub const ENV_HELP: &[(&str, &str)] = &[
          are checked over HTTP on their healthCheckNodePort, path /healthz (kube-proxy). Default false.",
     ),
     (
+        "HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER",
+        "hcloud-ccm only: a Warning on the Service when Hetzner reports one of its targets unhealthy this long (Go \
+         duration, whole seconds; unset or 0s: off). Health is read from the Load Balancer list, at least every \
+         CACHE_MAX_AGE while a Service has it on.",
+    ),
+    (
         "HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE",
         "hcloud-ccm only: how old the shared Load Balancer list may get before it is read again (default 5m).",
     ),
@@ -86,6 +95,9 @@ pub const ENV_HELP: &[(&str, &str)] = &[
 
 /// Health check intervals and timeouts the annotations and variables accept, in seconds.
 pub const HEALTH_CHECK_SECONDS: (u32, u32) = (1, 3600);
+
+/// Unhealthy-target warning times the annotation and variable accept, in seconds (0: off).
+pub const UNHEALTHY_WARNING_SECONDS: (u32, u32) = (0, 7 * 24 * 3600);
 
 /// The enablement switch, the defaults and the inventory max age, read through `var` (which
 /// yields `None` for unset or empty variables); problems are appended to `errors`.
@@ -98,9 +110,8 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
         }
         b
     };
-    let seconds = |errors: &mut Vec<String>, k: &str| -> Option<u32> {
+    let seconds_within = |errors: &mut Vec<String>, k: &str, (min, max): (u32, u32)| -> Option<u32> {
         let v = var(k)?;
-        let (min, max) = HEALTH_CHECK_SECONDS;
         match parse_go_duration(&v).map(|d| whole_seconds(d, min, max)) {
             Some(Ok(s)) => Some(s),
             Some(Err(why)) => {
@@ -113,6 +124,7 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
             }
         }
     };
+    let seconds = |errors: &mut Vec<String>, k: &str| seconds_within(errors, k, HEALTH_CHECK_SECONDS);
     let enabled = boolean(errors, "HCLOUD_LOAD_BALANCERS_ENABLED").unwrap_or(true);
     let location = var("HCLOUD_LOAD_BALANCERS_LOCATION");
     let network_zone = var("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE");
@@ -173,6 +185,12 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
         uses_proxyprotocol: boolean(errors, "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"),
         health_check_local_endpoints: boolean(errors, "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS")
             .unwrap_or(false),
+        unhealthy_target_warning_after: seconds_within(
+            errors,
+            "HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER",
+            UNHEALTHY_WARNING_SECONDS,
+        )
+        .filter(|s| *s > 0),
     };
     (enabled, defaults, max_age)
 }
@@ -218,6 +236,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "true"),
             ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "30s"),
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "true"),
+            ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5m"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!enabled);
@@ -239,6 +258,7 @@ mod tests {
                 lb_type: Some("lb21".into()),
                 uses_proxyprotocol: Some(true),
                 health_check_local_endpoints: true,
+                unhealthy_target_warning_after: Some(300),
             }
         );
     }
@@ -256,6 +276,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "-1"),
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "on"),
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "yes"),
+            ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5"),
         ]);
         let text = errors.join("\n");
         for needle in [
@@ -268,9 +289,10 @@ mod tests {
             "HEALTH_CHECK_RETRIES: \"-1\" is invalid",
             "USES_PROXYPROTOCOL: \"on\" is not a boolean",
             "HEALTH_CHECK_LOCAL_ENDPOINTS: \"yes\" is not a boolean",
+            "UNHEALTHY_TARGET_WARNING_AFTER: \"5\" is not a duration",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
-        assert_eq!(errors.len(), 9);
+        assert_eq!(errors.len(), 10);
     }
 }

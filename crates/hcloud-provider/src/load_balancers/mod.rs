@@ -32,6 +32,7 @@ mod provider;
 pub mod services;
 pub mod spec;
 pub mod status;
+pub mod target_health;
 pub mod targets;
 pub mod tracker;
 

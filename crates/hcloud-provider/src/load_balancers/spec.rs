@@ -15,7 +15,7 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, Reader};
-use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults};
+use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults, UNHEALTHY_WARNING_SECONDS};
 use super::local_health::local_endpoints_health;
 
 /// Where a new Load Balancer is created (create-only).
@@ -184,6 +184,8 @@ pub struct LbSpec {
     pub node_selector: LabelSelector,
     /// What the status shows.
     pub status: StatusSpec,
+    /// A Warning when a target is unhealthy this long (`None`: off).
+    pub unhealthy_target_warning_after: Option<std::time::Duration>,
 }
 
 /// A Service whose annotations cannot be used; nothing was changed because of it.
@@ -382,6 +384,14 @@ impl LbSpec {
             ip_mode: if proxyprotocol == Some(true) { IpMode::Proxy } else { IpMode::Vip },
         };
 
+        let (min, max) = UNHEALTHY_WARNING_SECONDS;
+        let unhealthy_target_warning_after = match r.raw(a::UNHEALTHY_TARGET_WARNING_AFTER) {
+            Some(_) => r.seconds(a::UNHEALTHY_TARGET_WARNING_AFTER, min, max),
+            None => defaults.unhealthy_target_warning_after,
+        }
+        .filter(|s| *s > 0)
+        .map(|s| std::time::Duration::from_secs(s.into()));
+
         if !r.problems.is_empty() {
             return Err(InvalidService { service, problems: r.problems });
         }
@@ -407,6 +417,7 @@ impl LbSpec {
             unsupported_ports,
             node_selector,
             status,
+            unhealthy_target_warning_after,
         })
     }
 
