@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::lb::{create, ensured, fresh_namespace, lb_service, server_nodes, wait_lb};
+use common::lb::{create, delete_node, ensured, fresh_namespace, lb_service, server_nodes, target_servers, wait_lb};
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
 use k8s_openapi::api::core::v1::Service;
@@ -109,4 +109,57 @@ async fn an_unhealthy_target_gives_a_warning_on_the_service() {
         "{}",
         e.message
     );
+}
+
+/// Foreign targets and services are kept (`HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN=true`): a Load
+/// Balancer made by hand with a target and a service of its own is adopted by name; the
+/// Service's port and Nodes are added and recorded in `hcloud-ccm.managed/*` labels, the hand-made
+/// ones survive the adoption and a Node's removal, which removes exactly that Node's target.
+#[tokio::test]
+async fn foreign_targets_and_services_survive_every_sync() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, api) = fresh_namespace(&env).await;
+    let nodes = server_nodes(&env, &["lb-n1", "lb-n2"], None, &[]).await;
+    let by_hand = h.seed_server(&hcloud_fake::control::SeedServer::new("by-hand")).expect("server");
+    let seed: hcloud_fake::control::SeedLoadBalancer = serde_json::from_value(serde_json::json!({
+        "name": "shop-lb",
+        "services": [{"protocol": "tcp", "listen_port": 9000, "destination_port": 31900}],
+        "targets": [{"type": "server", "server": {"id": by_hand}}]
+    }))
+    .expect("seed");
+    h.seed_load_balancer(&seed).expect("load balancer made by hand");
+    let _ccm = env.ccm(&[LOCATION, ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "true")], &[]).await;
+    create(&api, &lb_service("keep", &[("load-balancer.hetzner.cloud/name", "shop-lb")], &[80])).await;
+    let svc = ensured(&api, "keep").await;
+    let ports = |l: &hcloud_fake::wire::LoadBalancer| {
+        let mut p: Vec<u16> = l.services.iter().map(|s| s.listen_port).collect();
+        p.sort_unstable();
+        p
+    };
+    let mut all = vec![nodes[0].0, nodes[1].0, by_hand];
+    all.sort_unstable();
+    let lb = wait_lb(&h, &svc, "adopted, ours added, the hand-made ones kept", |l| {
+        target_servers(l) == all && ports(l) == [80, 9000]
+    })
+    .await;
+    let record: Vec<&str> =
+        lb.labels.keys().filter(|k| k.starts_with("hcloud-ccm.managed/")).map(String::as_str).collect();
+    let want = [
+        "hcloud-ccm.managed/port-80".to_owned(),
+        format!("hcloud-ccm.managed/server-{}", nodes[0].0),
+        format!("hcloud-ccm.managed/server-{}", nodes[1].0),
+    ];
+    let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    assert_eq!(record, want);
+
+    delete_node(&env, "lb-n1").await;
+    let mut left = vec![nodes[1].0, by_hand];
+    left.sort_unstable();
+    let lb = wait_lb(&h, &svc, "exactly the deleted Node's target goes", |l| {
+        target_servers(l) == left && !l.labels.contains_key(&format!("hcloud-ccm.managed/server-{}", nodes[0].0))
+    })
+    .await;
+    assert_eq!(ports(&lb), [80, 9000]);
 }

@@ -151,3 +151,75 @@ fn the_warning_time_is_read_from_the_annotation_or_the_variable() {
          duration like 15s, 1m30s or 2h (a number needs a unit)"
     );
 }
+
+/// Item 2: with keep-foreign, a target and a service added by hand survive every sync; our own
+/// stale target still goes (then the record is pruned); a sync where nothing changed sends
+/// nothing.
+#[tokio::test]
+async fn foreign_targets_and_services_are_kept_and_ours_cleaned_exactly() {
+    use hcloud_api::models::{LbProtocol, LbService, LoadBalancerId, ServerId, TargetSpec};
+    use hcloud_fake::control::SeedServer;
+
+    let s = setup().await;
+    let mut nodes = seed_nodes(&s.h, 2, None);
+    let svc = service(&[(a::TYPE, "lb11"), (a::KEEP_FOREIGN, "true")], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    settle(&s).await;
+    let lb = only_lb(&s.h);
+    let record: Vec<&String> = lb.labels.keys().filter(|k| k.starts_with("hcloud-ccm.managed/")).collect();
+    assert_eq!(record.len(), 3, "port 80 and both servers, written by the create itself: {record:?}");
+
+    // Someone adds a server and a service by hand; the list is read again.
+    let foreign = s.h.seed_server(&SeedServer::new("by-hand")).expect("server");
+    let api = client(&s.fake);
+    let id = LoadBalancerId(lb.id as i64);
+    api.load_balancers()
+        .add_target(id, &TargetSpec::Server { id: ServerId(foreign as i64), use_private_ip: false })
+        .await
+        .expect("add target by hand");
+    s.h.finish_all_actions();
+    let by_hand = LbService {
+        protocol: LbProtocol::Tcp,
+        listen_port: 9000,
+        destination_port: 31900,
+        proxyprotocol: false,
+        health_check: None,
+        http: None,
+    };
+    api.load_balancers().add_service(id, &by_hand).await.expect("add service by hand");
+    s.h.finish_all_actions();
+    s.lbs.inventory().relist().await.expect("relist");
+
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("update");
+    assert_eq!(s.h.request_counts().total, 0, "foreign ones kept, nothing changed: no request at all");
+
+    // One of our Nodes goes: exactly its target is removed, then the record is pruned.
+    let gone = nodes.remove(0);
+    s.h.reset_requests();
+    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("update");
+    assert_eq!(
+        mutating(&s.h),
+        vec!["POST /v1/load_balancers/{id}/actions/remove_target", "PUT /v1/load_balancers/{id}"]
+    );
+    settle(&s).await;
+    let lb = only_lb(&s.h);
+    let gone_id: u64 = gone.spec.unwrap().provider_id.unwrap().trim_start_matches("hcloud://").parse().unwrap();
+    assert!(!target_ids(&lb).contains(&gone_id));
+    assert!(target_ids(&lb).contains(&foreign), "the foreign target stays");
+    assert!(lb.services.iter().any(|s| s.listen_port == 9000), "the foreign service stays");
+    assert!(!lb.labels.contains_key(&format!("hcloud-ccm.managed/server-{gone_id}")), "record pruned");
+
+    s.h.reset_requests();
+    s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("update");
+    assert_eq!(s.h.request_counts().total, 0, "steady again");
+
+    // Without the option (drop-in), the foreign ones go as with the official CCM.
+    let plain = service(&[(a::TYPE, "lb11")], &[(80, "TCP", 30080)]);
+    s.lbs.update_load_balancer("k", &plain, &nodes).await.expect("update");
+    settle(&s).await;
+    let lb = only_lb(&s.h);
+    assert!(!target_ids(&lb).contains(&foreign));
+    assert!(lb.services.iter().all(|s| s.listen_port == 80));
+}

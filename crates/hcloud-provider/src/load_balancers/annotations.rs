@@ -111,10 +111,12 @@ annotations! {
     /// Duration (hcloud-ccm only): a Warning when Hetzner reports a target unhealthy this
     /// long; `0s` turns it off.
     UNHEALTHY_TARGET_WARNING_AFTER = "unhealthy-target-warning-after";
+    /// Bool (hcloud-ccm only): targets and services hcloud-ccm did not add are kept.
+    KEEP_FOREIGN = "keep-foreign";
 }
 
 /// The annotations hcloud-ccm adds to the official CCM's (issue 20's opt-in features).
-pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER];
+pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER, KEEP_FOREIGN];
 
 /// The identity label the official CCM puts on Load Balancers (and managed certificates).
 pub const LABEL_SERVICE_UID: &str = "hcloud-ccm/service-uid";

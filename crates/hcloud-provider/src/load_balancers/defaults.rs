@@ -46,6 +46,9 @@ pub struct LbDefaults {
     /// `HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER` (hcloud-ccm only, unset or `0s`:
     /// off), seconds: a Warning when a target is unhealthy this long.
     pub unhealthy_target_warning_after: Option<u32>,
+    /// `HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN` (hcloud-ccm only, default false): targets and
+    /// services hcloud-ccm did not add are kept.
+    pub keep_foreign: bool,
 }
 
 /// What the `HCLOUD_LOAD_BALANCERS_*` variables mean (for `--help`).
@@ -86,6 +89,11 @@ pub const ENV_HELP: &[(&str, &str)] = &[
         "hcloud-ccm only: a Warning on the Service when Hetzner reports one of its targets unhealthy this long (Go \
          duration, whole seconds; unset or 0s: off). Health is read from the Load Balancer list, at least every \
          CACHE_MAX_AGE while a Service has it on.",
+    ),
+    (
+        "HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN",
+        "hcloud-ccm only: targets and services hcloud-ccm did not add (by hand, other tools) are kept; what it adds \
+         is recorded in hcloud-ccm.managed/* labels on the Load Balancer. Default false.",
     ),
     (
         "HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE",
@@ -191,6 +199,7 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
             UNHEALTHY_WARNING_SECONDS,
         )
         .filter(|s| *s > 0),
+        keep_foreign: boolean(errors, "HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN").unwrap_or(false),
     };
     (enabled, defaults, max_age)
 }
@@ -237,6 +246,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "30s"),
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "true"),
             ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5m"),
+            ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "true"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!enabled);
@@ -259,6 +269,7 @@ mod tests {
                 uses_proxyprotocol: Some(true),
                 health_check_local_endpoints: true,
                 unhealthy_target_warning_after: Some(300),
+                keep_foreign: true,
             }
         );
     }
@@ -277,6 +288,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "on"),
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "yes"),
             ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5"),
+            ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "keep"),
         ]);
         let text = errors.join("\n");
         for needle in [
@@ -290,9 +302,10 @@ mod tests {
             "USES_PROXYPROTOCOL: \"on\" is not a boolean",
             "HEALTH_CHECK_LOCAL_ENDPOINTS: \"yes\" is not a boolean",
             "UNHEALTHY_TARGET_WARNING_AFTER: \"5\" is not a duration",
+            "KEEP_FOREIGN: \"keep\" is not a boolean",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
-        assert_eq!(errors.len(), 10);
+        assert_eq!(errors.len(), 11);
     }
 }

@@ -27,6 +27,7 @@ pub mod catalog;
 pub mod defaults;
 pub mod lb_inventory;
 pub mod local_health;
+pub mod ownership;
 pub mod plan;
 mod provider;
 pub mod services;

@@ -630,3 +630,6 @@ fn adoption_by_name_only_of_an_unlabelled_load_balancer_or_our_own() {
         assert!(e.to_string().contains("annotation load-balancer.hetzner.cloud/name"), "{e}");
     }
 }
+
+#[path = "ownership_plan_tests.rs"]
+mod ownership_plan_tests;

@@ -186,6 +186,8 @@ pub struct LbSpec {
     pub status: StatusSpec,
     /// A Warning when a target is unhealthy this long (`None`: off).
     pub unhealthy_target_warning_after: Option<std::time::Duration>,
+    /// Targets and services not recorded as hcloud-ccm's are kept (`super::ownership`).
+    pub keep_foreign: bool,
 }
 
 /// A Service whose annotations cannot be used; nothing was changed because of it.
@@ -392,6 +394,8 @@ impl LbSpec {
         .filter(|s| *s > 0)
         .map(|s| std::time::Duration::from_secs(s.into()));
 
+        let keep_foreign = bool_or(&mut r, a::KEEP_FOREIGN, Some(defaults.keep_foreign)).unwrap_or(false);
+
         if !r.problems.is_empty() {
             return Err(InvalidService { service, problems: r.problems });
         }
@@ -418,6 +422,7 @@ impl LbSpec {
             node_selector,
             status,
             unhealthy_target_warning_after,
+            keep_foreign,
         })
     }
 
