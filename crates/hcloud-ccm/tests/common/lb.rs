@@ -70,6 +70,21 @@ pub fn lb_service(name: &str, annotations: &[(&str, &str)], ports: &[i32]) -> Se
     svc
 }
 
+/// Creates the Service.
+pub async fn create(api: &Api<Service>, svc: &Service) -> Service {
+    api.create(&PostParams::default(), svc).await.expect("create service")
+}
+
+/// Waits until the Service has an ingress and returns it.
+pub async fn ensured(api: &Api<Service>, name: &str) -> Service {
+    test_harness::wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| {
+        s.is_some_and(|s| !ingress(s).is_empty())
+    })
+    .await
+    .expect("ingress")
+    .expect("service")
+}
+
 /// Seeds a server per name (in `network` if given) and registers an initialized Node for it
 /// (providerID set, no uninitialized taint). Returns (server id, node name).
 pub async fn server_nodes(
