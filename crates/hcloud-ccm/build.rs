@@ -1,5 +1,8 @@
 //! Build metadata for `hcloud-ccm --version`: the git commit and the build date, as the
-//! compile-time variables `HCLOUD_CCM_GIT_COMMIT` and `HCLOUD_CCM_BUILD_DATE`.
+//! compile-time variables `HCLOUD_CCM_VERSION_COMMIT` and `HCLOUD_CCM_VERSION_DATE`. (Their
+//! names differ from the inputs' on purpose: cargo also sets them in the environment of
+//! `cargo test` processes, and a test that runs cargo would otherwise pass them back in as an
+//! override, rerunning this script.)
 //!
 //! - Commit: `HCLOUD_CCM_GIT_COMMIT` from the environment if set (a build from a source
 //!   tarball can name its commit), else `git rev-parse HEAD` of the checkout, else `unknown`
@@ -29,10 +32,10 @@ fn main() {
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0));
-    println!("cargo:rustc-env=HCLOUD_CCM_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=HCLOUD_CCM_VERSION_COMMIT={commit}");
     // Where the commit came from (`env`, `git`, `none`), for the test of `--version`.
-    println!("cargo:rustc-env=HCLOUD_CCM_GIT_COMMIT_SOURCE={source}");
-    println!("cargo:rustc-env=HCLOUD_CCM_BUILD_DATE={}", build_date::rfc3339(epoch));
+    println!("cargo:rustc-env=HCLOUD_CCM_VERSION_COMMIT_SOURCE={source}");
+    println!("cargo:rustc-env=HCLOUD_CCM_VERSION_DATE={}", build_date::rfc3339(epoch));
 }
 
 /// `git rev-parse HEAD`, and rerun-if-changed on the files that move with HEAD. `None` when

@@ -28,6 +28,24 @@ mod tests {
         assert_eq!(rfc3339(4_107_542_400), "2100-03-01T00:00:00Z");
     }
 
+    /// Cargo sets the variables a build script emits with `rustc-env` in the environment of
+    /// `cargo test` processes too: the image test runs cargo (through scripts/build-image), so
+    /// an emitted name that the script also reads would come back as an input and rerun it.
+    #[test]
+    fn build_rs_emits_no_variable_it_reads() {
+        let output = std::path::Path::new(env!("OUT_DIR")).with_file_name("output");
+        let text = std::fs::read_to_string(&output).unwrap_or_else(|e| panic!("{}: {e}", output.display()));
+        let read: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("cargo:rerun-if-env-changed=")).collect();
+        let emitted: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("cargo:rustc-env="))
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert!(!read.is_empty() && !emitted.is_empty(), "{text}");
+        let both: Vec<&&str> = emitted.iter().filter(|k| read.contains(k)).collect();
+        assert!(both.is_empty(), "build.rs emits variables it reads: {both:?}");
+    }
+
     /// Cargo reruns a build script on every build while a path it watches does not exist: the
     /// build date would change each time, and with it the binary and the image built from it.
     #[test]

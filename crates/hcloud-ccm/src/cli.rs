@@ -29,9 +29,9 @@ fn env_help() -> String {
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (commit ",
-    env!("HCLOUD_CCM_GIT_COMMIT"),
+    env!("HCLOUD_CCM_VERSION_COMMIT"),
     ", built ",
-    env!("HCLOUD_CCM_BUILD_DATE"),
+    env!("HCLOUD_CCM_VERSION_DATE"),
     ")"
 );
 
@@ -142,7 +142,7 @@ mod tests {
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-        match env!("HCLOUD_CCM_GIT_COMMIT_SOURCE") {
+        match env!("HCLOUD_CCM_VERSION_COMMIT_SOURCE") {
             "git" => assert_eq!(Some(commit), head.as_deref(), "build.rs did not rerun after HEAD moved"),
             "none" => assert_eq!((commit, head), ("unknown", None)),
             _ => assert!(!commit.is_empty(), "named by HCLOUD_CCM_GIT_COMMIT"),
