@@ -62,11 +62,12 @@ pub fn rate_limited_client(
     Ok(builder.with_layer(&TokenBucketLayer::new(qps, burst)).with_layer(metrics).build())
 }
 
-/// Why a Kubernetes client could not be set up.
+/// Why a Kubernetes client could not be set up. An underlying error is the
+/// [`source`](std::error::Error::source), not part of the message.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeClientError {
     /// `--kubeconfig` could not be read.
-    #[error("--kubeconfig: cannot read {path:?}: {source}")]
+    #[error("--kubeconfig: cannot read {path:?}")]
     ReadKubeconfig {
         /// The path.
         path: std::path::PathBuf,
@@ -75,7 +76,7 @@ pub enum KubeClientError {
         source: kube::config::KubeconfigError,
     },
     /// `--kubeconfig` was read but is not usable.
-    #[error("--kubeconfig: {path:?} is not usable: {source}")]
+    #[error("--kubeconfig: {path:?} is not usable")]
     UseKubeconfig {
         /// The path.
         path: std::path::PathBuf,
@@ -98,7 +99,7 @@ pub enum KubeClientError {
         infer: kube::config::InferConfigError,
     },
     /// The client could not be built from the config.
-    #[error("cannot build the Kubernetes client: {0}")]
+    #[error("cannot build the Kubernetes client")]
     Build(#[source] kube::Error),
 }
 

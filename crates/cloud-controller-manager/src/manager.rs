@@ -9,19 +9,23 @@
 //!                          └ until the Lease is lost: close the fence, stop, exit non-zero
 //! ```
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cloud_provider::Cloud;
-use controller_runtime::{EventRecorder, RuntimeMetrics};
+use controller_runtime::events::DEFAULT_QUEUE_CAPACITY;
+use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics, panic_message};
 use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing, ServeError};
+use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::context::{ClientFactory, ControllerContext, Informers};
-use crate::controllers::build_controllers;
+use crate::controllers::{ControllerTask, build_controllers};
 use crate::election;
 use crate::fence::Fence;
 use crate::kube_client::{KubeClientError, connection_config};
@@ -51,6 +55,10 @@ pub struct Identity {
 }
 
 /// Why the manager stopped with an error.
+///
+/// An underlying error is the [`source`](std::error::Error::source) (or, for a transparent
+/// variant, the whole error) and is not repeated in the message, so the chain of causes that
+/// the binary prints (anyhow's `{:#}`) names every cause once.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
     /// No Kubernetes client.
@@ -60,7 +68,7 @@ pub enum ManagerError {
     #[error(transparent)]
     Serve(#[from] ServeError),
     /// The plain metrics listener could not start.
-    #[error("{setting}: {source}")]
+    #[error("{setting}")]
     PlainListener {
         /// The setting that named the address.
         setting: String,
@@ -69,10 +77,10 @@ pub enum ManagerError {
         source: ServeError,
     },
     /// The leader election settings were refused.
-    #[error("leader election: {0}")]
+    #[error(transparent)]
     LeaderElectionConfig(#[from] leader_election::ConfigError),
     /// Leadership was lost: the process stops so that only the new leader acts (fail-stop).
-    #[error("leaderelection lost: {0}")]
+    #[error("leaderelection lost")]
     LeadershipLost(#[from] leader_election::Lost),
 }
 
@@ -151,7 +159,9 @@ impl Manager {
         // The provider's own events (upstream: its `Initialize` gets a client builder).
         let resyncs = Resyncs::default();
         let recorder = EventRecorder::new(clients.client("cloud-provider")?, identity.program);
-        cloud.initialize(RecorderSink::new(recorder, resyncs.clone()));
+        let provider_events = EventQueue::new(recorder, DEFAULT_QUEUE_CAPACITY, &runtime_metrics);
+        tokio::spawn(provider_events.clone().run(shutdown.clone()));
+        cloud.initialize(RecorderSink::new(provider_events, resyncs.clone()));
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());
@@ -218,18 +228,7 @@ impl Manager {
         let mut tasks = tokio::task::JoinSet::new();
         let mut names = Vec::new();
         for (name, task) in controllers {
-            let exited = Arc::new(AtomicBool::new(false));
-            let (done, token) = (exited.clone(), stop.clone());
-            tasks.spawn(async move {
-                task.await;
-                if !token.is_cancelled() {
-                    error!("{name} stopped unexpectedly");
-                    done.store(true, Ordering::Relaxed);
-                }
-            });
-            health.register(name, &[Probe::Healthz], move || {
-                if exited.load(Ordering::Relaxed) { Err(format!("{name} stopped")) } else { Ok(()) }
-            });
+            tasks.spawn(supervise(name, task, stop.clone(), &health, running(&metrics, identity.program, name)));
             metrics.set_running(identity.program, name, true);
             names.push(name);
         }
@@ -275,6 +274,43 @@ impl Manager {
         drop(listeners);
         info!("stopped");
         Ok(())
+    }
+}
+
+/// Sets `running_managed_controllers` of controller `name` to 0 (for [`supervise`]).
+fn running(metrics: &ManagerMetrics, program: &'static str, name: &'static str) -> impl FnOnce() + Send + 'static {
+    let metrics = metrics.clone();
+    move || metrics.set_running(program, name, false)
+}
+
+/// Runs controller `name` with a `/healthz` check that fails once it ended before `stop`,
+/// whether it returned or panicked; `stopped` is called then.
+///
+/// A panicking controller is not restarted here: its state is unknown, and a red `/healthz`
+/// makes the liveness probe restart the process (upstream crashes at once). Panics inside a
+/// single reconcile do not get here: the workers retry that key (see `controller_runtime::worker`).
+fn supervise(
+    name: &'static str,
+    task: ControllerTask,
+    stop: CancellationToken,
+    health: &Health,
+    stopped: impl FnOnce() + Send + 'static,
+) -> impl Future<Output = ()> + Send + 'static {
+    let exited = Arc::new(AtomicBool::new(false));
+    let done = exited.clone();
+    health.register(name, &[Probe::Healthz], move || {
+        if exited.load(Ordering::Relaxed) { Err(format!("{name} stopped")) } else { Ok(()) }
+    });
+    async move {
+        // Unwind safety: after a panic the controller's future is dropped, never polled again.
+        let outcome = AssertUnwindSafe(task).catch_unwind().await;
+        match outcome {
+            Ok(()) if stop.is_cancelled() => return,
+            Ok(()) => error!(controller = name, "{name} stopped unexpectedly"),
+            Err(panic) => error!(controller = name, panic = panic_message(&*panic), "{name} panicked and stopped"),
+        }
+        done.store(true, Ordering::Relaxed);
+        stopped();
     }
 }
 
@@ -344,4 +380,87 @@ pub fn shutdown_on_signals() -> CancellationToken {
         t.cancel();
     });
     token
+}
+
+#[cfg(test)]
+mod tests {
+    use test_harness::error_chain;
+
+    use super::*;
+
+    /// Polls `check` until it holds or `within` passed.
+    async fn eventually(within: Duration, check: impl Fn() -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while !check() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+
+    /// A flag and the callback that raises it.
+    fn raised_flag() -> (Arc<AtomicBool>, impl FnOnce() + Send + 'static) {
+        let flag = Arc::new(AtomicBool::new(false));
+        let raise = flag.clone();
+        (flag, move || raise.store(true, Ordering::Relaxed))
+    }
+
+    fn healthy(health: &Health) -> bool {
+        health.run(Probe::Healthz, &[]).passed()
+    }
+
+    #[test]
+    fn errors_name_each_cause_once() {
+        let lost = leader_election::Lost {
+            lease: "kube-system/cloud-controller-manager".to_owned(),
+            reason: leader_election::LostReason::HolderChanged { holder: Some("other_1".to_owned()) },
+        };
+        let expected = format!("leaderelection lost: {lost}");
+        assert_eq!(error_chain(&ManagerError::LeadershipLost(lost)), expected);
+        let refused = leader_election::ConfigError::Empty { field: "name" };
+        let expected = refused.to_string();
+        assert_eq!(error_chain(&ManagerError::LeaderElectionConfig(refused)), expected);
+    }
+
+    #[tokio::test]
+    async fn a_controller_that_panics_turns_healthz_red() {
+        let health = Health::new();
+        let task: ControllerTask = Box::pin(async { panic!("the controller's loop hit a bug") });
+        let (flag, stopped) = raised_flag();
+        let supervised =
+            tokio::spawn(supervise("panicky-controller", task, CancellationToken::new(), &health, stopped));
+        assert!(eventually(Duration::from_secs(5), || !healthy(&health)).await, "/healthz stays green after the panic");
+        assert!(flag.load(Ordering::Relaxed), "the controller is reported as no longer running");
+        assert_eq!(
+            health.run_one(Probe::Healthz, "panicky-controller"),
+            Some(controller_serving::Outcome::Failed("panicky-controller stopped".to_owned()))
+        );
+        assert!(supervised.await.is_ok(), "the supervisor itself does not panic");
+    }
+
+    #[tokio::test]
+    async fn a_controller_that_returns_early_turns_healthz_red_but_not_one_stopped_on_purpose() {
+        let health = Health::new();
+        let returns: ControllerTask = Box::pin(async {});
+        let (flag, stopped) = raised_flag();
+        tokio::spawn(supervise("early-controller", returns, CancellationToken::new(), &health, stopped))
+            .await
+            .expect("the supervisor does not panic");
+        assert!(!healthy(&health));
+        assert!(flag.load(Ordering::Relaxed));
+
+        let health = Health::new();
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        let stops: ControllerTask = Box::pin(async move { token.cancelled().await });
+        let (flag, stopped) = raised_flag();
+        let supervised = tokio::spawn(supervise("stopped-controller", stops, stop.clone(), &health, stopped));
+        assert!(healthy(&health));
+        stop.cancel();
+        supervised.await.expect("the supervisor does not panic");
+        assert!(healthy(&health), "a controller stopped by the manager is not a failure");
+        assert!(!flag.load(Ordering::Relaxed));
+    }
 }

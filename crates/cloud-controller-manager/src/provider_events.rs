@@ -1,13 +1,15 @@
 //! The sink a provider's own events go to: core/v1 Events through the controller runtime's
-//! recorder (aggregated and logged like every controller's events), published in the
-//! background so a provider call never waits for the API server; and the provider's resync
-//! requests, handed to the controller that registered for the object's kind.
+//! [`EventQueue`] (bounded like client-go's broadcaster, repeats folded into one event's count,
+//! published one at a time in the background and logged like every controller's events), so a
+//! provider call never waits for the API server and a provider raising events in a loop cannot
+//! pile up tasks or requests; and the provider's resync requests, handed to the controller that
+//! registered for the object's kind.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use cloud_provider::events::{EventKind, EventObject, EventSink, ProviderEvent};
-use controller_runtime::EventRecorder;
+use controller_runtime::EventQueue;
 use k8s_openapi::api::core::v1::ObjectReference;
 
 type Resync = Arc<dyn Fn(&EventObject) + Send + Sync>;
@@ -37,17 +39,18 @@ impl Resyncs {
     }
 }
 
-/// Publishes provider events with an [`EventRecorder`] and routes resync requests.
+/// Queues provider events on an [`EventQueue`] and routes resync requests.
 #[derive(Clone)]
 pub struct RecorderSink {
-    recorder: EventRecorder,
+    events: EventQueue,
     resyncs: Resyncs,
 }
 
 impl RecorderSink {
-    /// A sink publishing through `recorder`, routing resync requests through `resyncs`.
-    pub fn new(recorder: EventRecorder, resyncs: Resyncs) -> Arc<Self> {
-        Arc::new(RecorderSink { recorder, resyncs })
+    /// A sink queueing events on `events` (whose [`EventQueue::run`] the caller runs), routing
+    /// resync requests through `resyncs`.
+    pub fn new(events: EventQueue, resyncs: Resyncs) -> Arc<Self> {
+        Arc::new(RecorderSink { events, resyncs })
     }
 }
 
@@ -71,25 +74,21 @@ impl EventSink for RecorderSink {
     }
 
     fn publish(&self, event: ProviderEvent) {
-        let recorder = self.recorder.clone();
         let reference = object_reference(&event.object);
-        let publish = async move {
-            match event.kind {
-                EventKind::Normal => recorder.normal(&reference, &event.reason, event.message).await,
-                EventKind::Warning => recorder.warning(&reference, &event.reason, event.message).await,
-            }
+        // Never waits; a full queue drops the event and counts it.
+        let _ = match event.kind {
+            EventKind::Normal => self.events.normal(reference, &event.reason, event.message),
+            EventKind::Warning => self.events.warning(reference, &event.reason, event.message),
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(publish);
-            }
-            Err(_) => tracing::warn!("a provider event was raised outside the async runtime and is dropped"),
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use controller_runtime::events::DEFAULT_QUEUE_CAPACITY;
+    use controller_runtime::{EventRecorder, RuntimeMetrics};
+    use tokio_util::sync::CancellationToken;
+
     use super::*;
 
     #[test]
@@ -125,5 +124,90 @@ mod tests {
         assert_eq!(r.namespace.as_deref(), Some("shop"));
         assert_eq!(r.name.as_deref(), Some("web"));
         assert_eq!(r.uid.as_deref(), Some("u1"));
+    }
+
+    /// A Kubernetes API that never answers; it records the method and body of every request.
+    #[derive(Clone, Default)]
+    struct Silent {
+        requests: Arc<std::sync::Mutex<Vec<(http::Method, String)>>>,
+    }
+
+    type Response = http::Response<kube::client::Body>;
+
+    impl tower::Service<http::Request<kube::client::Body>> for Silent {
+        type Response = Response;
+        type Error = std::io::Error;
+        type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, std::io::Error>> + Send>>;
+
+        fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+            let requests = self.requests.clone();
+            let method = request.method().clone();
+            Box::pin(async move {
+                let body = request.into_body().collect_bytes().await.unwrap_or_default();
+                requests.lock().expect("lock").push((method, String::from_utf8_lossy(&body).into_owned()));
+                std::future::pending().await
+            })
+        }
+    }
+
+    fn service(name: &str) -> EventObject {
+        EventObject { kind: "Service", api_version: "v1", namespace: Some("shop".into()), name: name.into(), uid: None }
+    }
+
+    async fn settle() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// A sink whose queue publishes to `api`, and that queue.
+    fn sink(api: &Silent, shutdown: &CancellationToken) -> (Arc<RecorderSink>, EventQueue) {
+        let recorder = EventRecorder::new(kube::Client::new(api.clone(), "default"), "test-provider");
+        let events = EventQueue::new(recorder, DEFAULT_QUEUE_CAPACITY, &RuntimeMetrics::default());
+        tokio::spawn(events.clone().run(shutdown.clone()));
+        (RecorderSink::new(events.clone(), Resyncs::default()), events)
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_distinct_events_keeps_at_most_a_thousand_pending() {
+        let (api, shutdown) = (Silent::default(), CancellationToken::new());
+        let (sink, events) = sink(&api, &shutdown);
+        for i in 0..5000 {
+            sink.publish(ProviderEvent::warning(service(&format!("web-{i}")), "Broken", format!("attempt {i}")));
+        }
+        settle().await;
+        let requests = api.requests.lock().expect("lock").len();
+        assert!(
+            requests <= 1,
+            "one event is published at a time, the rest wait in the queue: {requests} requests in flight"
+        );
+        assert_eq!(
+            (events.pending(), events.dropped()),
+            (999, 4000),
+            "1,000 queued (one of them in flight), the rest dropped"
+        );
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn repeats_of_one_event_are_aggregated_into_its_count() {
+        let (api, shutdown) = (Silent::default(), CancellationToken::new());
+        let (sink, _) = sink(&api, &shutdown);
+        for _ in 0..5000 {
+            sink.publish(ProviderEvent::warning(service("web"), "Broken", "the same problem"));
+        }
+        settle().await;
+        let requests = api.requests.lock().expect("lock").clone();
+        assert_eq!(requests.len(), 1, "one Event for 5000 repeats");
+        let (method, body) = &requests[0];
+        assert_eq!(method, http::Method::POST);
+        let event: serde_json::Value = serde_json::from_str(body).expect("an Event");
+        assert_eq!(event["count"], 5000, "{body}");
+        assert_eq!(event["message"], "the same problem", "{body}");
+        shutdown.cancel();
     }
 }

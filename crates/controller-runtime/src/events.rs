@@ -6,6 +6,15 @@
 //!
 //! Every event is also logged, so a misconfiguration shows up in `kubectl describe` and in
 //! the CCM's logs. Publishing failures are logged, never propagated.
+//!
+//! Callers that must not wait for the API server (a cloud provider raising events from inside
+//! its calls) go through an [`EventQueue`]: bounded like client-go's broadcaster (1,000 events,
+//! the rest dropped and counted), repeats folded into one pending event, published one at a
+//! time by a single task.
+
+mod queue;
+
+pub use queue::{DEFAULT_QUEUE_CAPACITY, EventQueue, Queued};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,12 +49,35 @@ impl EventType {
     }
 }
 
+/// What makes two events repeats of each other (client-go's event logger compares the same
+/// fields, minus the source, which is one recorder's).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     object: (Option<String>, Option<String>, Option<String>, Option<String>),
     type_: EventType,
     reason: String,
     note: String,
+}
+
+/// Longest note kept; longer ones are cut (the API server rejects messages over 1 KiB in
+/// events.k8s.io and client-go truncates the same way).
+const MAX_NOTE: usize = 1024;
+
+impl Key {
+    /// The key of an event; `note` must already be truncated.
+    fn new(regarding: &ObjectReference, type_: EventType, reason: &str, note: &str) -> Self {
+        Key {
+            object: (
+                regarding.kind.clone(),
+                regarding.namespace.clone(),
+                regarding.name.clone(),
+                regarding.uid.clone(),
+            ),
+            type_,
+            reason: reason.to_owned(),
+            note: note.to_owned(),
+        }
+    }
 }
 
 struct Seen {
@@ -72,14 +104,31 @@ impl EventRecorder {
 
     /// A Normal event.
     pub async fn normal(&self, regarding: &ObjectReference, reason: &str, note: String) {
-        info!(component = %self.component, object = %describe(regarding), reason, "{note}");
-        self.publish(regarding, EventType::Normal, reason, note).await;
+        self.record(regarding, EventType::Normal, reason, note, 1).await;
     }
 
     /// A Warning event.
     pub async fn warning(&self, regarding: &ObjectReference, reason: &str, note: String) {
-        warn!(component = %self.component, object = %describe(regarding), reason, "{note}");
-        self.publish(regarding, EventType::Warning, reason, note).await;
+        self.record(regarding, EventType::Warning, reason, note, 1).await;
+    }
+
+    /// Logs and publishes an event that happened `occurrences` times (at least once).
+    async fn record(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: String,
+        occurrences: i32,
+    ) {
+        let (component, object) = (&self.component, describe(regarding));
+        match (type_, occurrences) {
+            (EventType::Normal, 1) => info!(%component, %object, reason, "{note}"),
+            (EventType::Normal, _) => info!(%component, %object, reason, occurrences, "{note}"),
+            (EventType::Warning, 1) => warn!(%component, %object, reason, "{note}"),
+            (EventType::Warning, _) => warn!(%component, %object, reason, occurrences, "{note}"),
+        }
+        self.publish(regarding, type_, reason, note, occurrences).await;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Seen>> {
@@ -87,24 +136,23 @@ impl EventRecorder {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    async fn publish(&self, regarding: &ObjectReference, type_: EventType, reason: &str, note: String) {
-        let note = truncate(note, 1024);
-        let key = Key {
-            object: (
-                regarding.kind.clone(),
-                regarding.namespace.clone(),
-                regarding.name.clone(),
-                regarding.uid.clone(),
-            ),
-            type_,
-            reason: reason.to_owned(),
-            note: note.clone(),
-        };
+    /// Creates the event with `count` `occurrences`, or adds them to the count of the same
+    /// event published within [`AGGREGATION_WINDOW`].
+    async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: String,
+        occurrences: i32,
+    ) {
+        let note = truncate(note, MAX_NOTE);
+        let key = Key::new(regarding, type_, reason, &note);
         let now = Time(Timestamp::now());
         let repeat = {
             let mut seen = self.lock();
             seen.retain(|_, s| s.last.elapsed() < AGGREGATION_WINDOW);
-            seen.get(&key).map(|s| (s.namespace.clone(), s.name.clone(), s.count + 1))
+            seen.get(&key).map(|s| (s.namespace.clone(), s.name.clone(), s.count.saturating_add(occurrences)))
         };
         if let Some((namespace, name, count)) = repeat {
             let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
@@ -134,7 +182,7 @@ impl EventRecorder {
             source: Some(EventSource { component: Some(self.component.clone()), host: self.host.clone() }),
             first_timestamp: Some(now.clone()),
             last_timestamp: Some(now),
-            count: Some(1),
+            count: Some(occurrences),
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.host.clone().unwrap_or_else(|| self.component.clone())),
             ..Default::default()
@@ -142,7 +190,7 @@ impl EventRecorder {
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         match api.create(&PostParams::default(), &event).await {
             Ok(_) => {
-                self.lock().insert(key, Seen { namespace, name, count: 1, last: std::time::Instant::now() });
+                self.lock().insert(key, Seen { namespace, name, count: occurrences, last: std::time::Instant::now() });
             }
             Err(e) => warn!(component = %self.component, reason, error = %e, "could not publish event"),
         }

@@ -18,7 +18,8 @@
 //! - [`informer`]: a shared informer (one watch, one cache, many handlers, resync).
 //! - [`workqueue`]: a deduplicating, rate-limited work queue.
 //! - [`worker`]: the one reconcile loop ([`Reconciler`], [`Workers`]).
-//! - [`events`]: core/v1 Events with client-go-style aggregation.
+//! - [`events`]: core/v1 Events with client-go-style aggregation, and a bounded queue for
+//!   callers that must not wait.
 //! - [`writes`]: field-manager patch parameters, conflict retries, error classification.
 //! - [`merge_patch`]: RFC 7386 as the API server applies it, so tests can check the exact
 //!   patch a planner produced.
@@ -35,7 +36,7 @@ pub mod worker;
 pub mod workqueue;
 pub mod writes;
 
-pub use events::{EventRecorder, object_ref};
+pub use events::{EventQueue, EventRecorder, object_ref};
 
 /// The I/O handles a controller gets from its manager.
 #[derive(Clone)]
@@ -61,5 +62,5 @@ impl ControllerIo {
 }
 pub use informer::{Change, Informer, Synced};
 pub use metrics::RuntimeMetrics;
-pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers};
+pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, panic_message};
 pub use workqueue::{ExponentialBackoff, WorkQueue};

@@ -1,6 +1,7 @@
 //! Prometheus metrics of the runtime, with client-go's and controller-runtime's names so
 //! existing dashboards work: workqueue depth, adds, retries, queue and work durations per queue
-//! (`workqueue_*{name}`), and reconcile outcomes per controller.
+//! (`workqueue_*{name}`), reconcile outcomes and panics per controller, and events dropped per
+//! reporting component.
 //!
 //! One [`RuntimeMetrics`] is shared by every queue and worker of a process and registered once.
 
@@ -18,6 +19,20 @@ use prometheus_client::registry::{Registry, Unit};
 pub struct QueueLabels {
     /// The queue's name (the controller's name).
     pub name: String,
+}
+
+/// Labels of the per-controller metrics.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    /// The controller.
+    pub controller: String,
+}
+
+/// Labels of the event metrics.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ComponentLabels {
+    /// The component the events are reported as.
+    pub component: String,
 }
 
 /// Labels of the reconcile metrics.
@@ -45,6 +60,8 @@ pub struct RuntimeMetrics {
     queue_duration: HistogramFamily<QueueLabels>,
     work_duration: HistogramFamily<QueueLabels>,
     reconciles: Family<ReconcileLabels, Counter>,
+    panics: Family<ControllerLabels, Counter>,
+    events_dropped: Family<ComponentLabels, Counter>,
 }
 
 impl Default for RuntimeMetrics {
@@ -56,6 +73,8 @@ impl Default for RuntimeMetrics {
             queue_duration: Family::new_with_constructor(duration_histogram),
             work_duration: Family::new_with_constructor(duration_histogram),
             reconciles: Family::default(),
+            panics: Family::default(),
+            events_dropped: Family::default(),
         }
     }
 }
@@ -83,6 +102,16 @@ impl RuntimeMetrics {
             "Reconciliations per controller and result (success, error, requeue_after)",
             self.reconciles.clone(),
         );
+        registry.register(
+            "controller_reconcile_panics",
+            "Reconciliations per controller that panicked (also counted as errors in controller_reconcile_total)",
+            self.panics.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Events dropped per reporting component because the queue of events waiting to be published was full",
+            self.events_dropped.clone(),
+        );
     }
 
     pub(crate) fn queue(&self, name: &str) -> QueueMetrics {
@@ -98,6 +127,14 @@ impl RuntimeMetrics {
 
     pub(crate) fn reconciled(&self, controller: &str, result: &'static str) {
         self.reconciles.get_or_create(&ReconcileLabels { controller: controller.to_owned(), result }).inc();
+    }
+
+    pub(crate) fn reconcile_panicked(&self, controller: &str) {
+        self.panics.get_or_create(&ControllerLabels { controller: controller.to_owned() }).inc();
+    }
+
+    pub(crate) fn events_dropped(&self, component: &str) -> Counter {
+        self.events_dropped.get_or_create(&ComponentLabels { component: component.to_owned() }).clone()
     }
 }
 
@@ -144,6 +181,7 @@ mod tests {
         q.depth.set(3);
         q.work_duration.observe(Duration::from_millis(2));
         m.reconciled("cloud-node-controller", "success");
+        m.reconcile_panicked("cloud-node-controller");
         let mut text = String::new();
         encode(&mut text, &registry).expect("encodes");
         for needle in [
@@ -152,6 +190,7 @@ mod tests {
             "workqueue_work_duration_seconds_count{name=\"cloud-node-controller\"} 1",
             "workqueue_retries_total{name=\"cloud-node-controller\"} 0",
             "controller_reconcile_total{controller=\"cloud-node-controller\",result=\"success\"} 1",
+            "controller_reconcile_panics_total{controller=\"cloud-node-controller\"} 1",
         ] {
             assert!(text.contains(needle), "{needle} missing in\n{text}");
         }

@@ -14,18 +14,25 @@
 //!   are all retried as soon as any reconcile reports that the remote side answered again
 //!   ([`Reconciled::remote_answered`]), and one of them is probed every
 //!   [`WorkerConfig::recovery_probe`], so an outage ends for every key together instead of
-//!   each waiting out a backoff that grew to minutes.
+//!   each waiting out a backoff that grew to minutes;
+//! - a reconcile that panics is one key's failure, not the controller's (controller-runtime's
+//!   `RecoverPanic`, its default): the panic is logged with the key, counted in
+//!   `controller_reconcile_panics_total`, and the key is released and retried with backoff like
+//!   any error, while the other keys go on. A panic anywhere else in the loop ends
+//!   [`Workers::run`] with that panic, so whoever runs the controller sees it stop.
 
 use std::collections::BTreeSet;
 use std::fmt::{Debug, Display};
 use std::future::Future;
 use std::hash::Hash;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use crate::events::EventRecorder;
 use crate::metrics::RuntimeMetrics;
@@ -138,6 +145,9 @@ impl<R: Reconciler> Workers<R> {
 
     /// Runs `workers` reconcile loops plus the recovery probe until the queue's shutdown
     /// token fires.
+    ///
+    /// A panic outside a reconcile (a bug in the loop itself, or in [`Reconciler::regarding`])
+    /// stops every loop and resumes here, so the controller's task ends with it.
     pub async fn run(self) {
         let Workers { reconciler, queue, config, events, metrics } = self;
         let shutdown = queue.shutdown_token().clone();
@@ -152,7 +162,20 @@ impl<R: Reconciler> Workers<R> {
         let probe = this.clone();
         let token = shutdown.clone();
         tasks.spawn(async move { probe.recovery_probe(config.recovery_probe, token).await });
-        shutdown.cancelled().await;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                Some(joined) = tasks.join_next() => {
+                    // The loops return only after shutdown; one that ended early panicked.
+                    if let Err(e) = joined
+                        && e.is_panic()
+                    {
+                        tasks.shutdown().await;
+                        std::panic::resume_unwind(e.into_panic());
+                    }
+                }
+            }
+        }
         tasks.shutdown().await;
     }
 }
@@ -172,10 +195,33 @@ impl<R: Reconciler> Loop<R> {
     async fn worker(&self) {
         while let Some(key) = self.queue.get().await {
             debug!(%key, "reconciling");
-            let result = self.reconciler.reconcile(&key).await;
-            self.handle(&key, result).await;
+            // Unwind safety: after a panic the reconciler is used again for other keys. What a
+            // reconcile leaves behind is its writes (planned, idempotent, retried) and the
+            // shared state behind locks that every user of this runtime treats as consistent
+            // when poisoned (single-step mutations), so nothing half-done is observed later.
+            match AssertUnwindSafe(self.reconciler.reconcile(&key)).catch_unwind().await {
+                Ok(result) => self.handle(&key, result).await,
+                Err(panic) => self.panicked(&key, &*panic),
+            }
             self.queue.done(&key);
         }
+    }
+
+    /// A reconcile of `key` panicked: count and log it, retry the key with backoff.
+    fn panicked(&self, key: &R::Key, panic: &(dyn std::any::Any + Send)) {
+        if let Some(m) = &self.metrics {
+            m.reconcile_panicked(&self.name);
+        }
+        self.count("error");
+        self.transient().remove(key);
+        let delay = self.queue.add_rate_limited(key.clone());
+        error!(
+            controller = %self.name,
+            %key,
+            panic = panic_message(panic),
+            ?delay,
+            "reconcile panicked (a bug); retrying the key with backoff"
+        );
     }
 
     async fn handle(&self, key: &R::Key, result: Result<Reconciled, R::Error>) {
@@ -244,6 +290,18 @@ impl<R: Reconciler> Loop<R> {
                 self.queue.add(key);
             }
         }
+    }
+}
+
+/// The message of a panic's payload (`panic!` with a literal or a format string), or a
+/// placeholder for any other payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(message) = payload.downcast_ref::<&'static str>() {
+        message
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message
+    } else {
+        "a panic without a message"
     }
 }
 
@@ -400,5 +458,101 @@ mod tests {
         assert_eq!(calls[1] - start, Duration::from_secs(30));
         assert_eq!(calls_of(&r, "x").len(), 1, "a non-transient failure is not probed");
         token.cancel();
+    }
+
+    /// Panics the first time it reconciles `boom`; everything else succeeds.
+    #[derive(Default)]
+    struct PanicsOnce {
+        calls: Mutex<Vec<(&'static str, tokio::time::Instant)>>,
+    }
+
+    impl Reconciler for PanicsOnce {
+        type Key = &'static str;
+        type Error = TestError;
+        async fn reconcile(&self, key: &&'static str) -> Result<Reconciled, TestError> {
+            let first = {
+                let mut calls = self.calls.lock().expect("lock");
+                calls.push((key, tokio::time::Instant::now()));
+                calls.iter().filter(|(k, _)| k == key).count() == 1
+            };
+            if *key == "boom" && first {
+                panic!("reconciling boom hit a bug");
+            }
+            Ok(Reconciled::DONE)
+        }
+        fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
+            None
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_reconcile_is_counted_and_its_key_retried_with_backoff() {
+        let metrics = RuntimeMetrics::default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        metrics.register(&mut registry);
+        let r = Arc::new(PanicsOnce::default());
+        let token = CancellationToken::new();
+        let q = WorkQueue::new("test", ExponentialBackoff::CONTROLLER_DEFAULT, token.clone());
+        // One worker: if the panic took it down, nothing else would ever be reconciled.
+        tokio::spawn(Workers::new(r.clone(), q.clone(), WorkerConfig::new("test", 1)).metrics(metrics).run());
+        q.add("boom");
+        q.add("other");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let t0 = r.calls.lock().expect("lock").first().map(|(_, t)| *t);
+        let calls: Vec<(&str, Duration)> =
+            r.calls.lock().expect("lock").iter().map(|(k, t)| (*k, t.duration_since(t0.unwrap_or(*t)))).collect();
+        // The panic released the key: `other` is reconciled, then `boom` again after the first
+        // backoff step (5 ms), and its success forgets the failure.
+        assert_eq!(
+            calls,
+            vec![("boom", Duration::ZERO), ("other", Duration::ZERO), ("boom", Duration::from_millis(5))]
+        );
+        assert_eq!(q.failures(&"boom"), 0);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+        for needle in [
+            "controller_reconcile_panics_total{controller=\"test\"} 1\n",
+            "controller_reconcile_total{controller=\"test\",result=\"error\"} 1\n",
+            "controller_reconcile_total{controller=\"test\",result=\"success\"} 2\n",
+        ] {
+            assert!(text.contains(needle), "{needle} missing in\n{text}");
+        }
+        token.cancel();
+    }
+
+    /// Fails every key, and panics when asked which object a failure is about.
+    struct BrokenRegarding;
+
+    impl Reconciler for BrokenRegarding {
+        type Key = &'static str;
+        type Error = TestError;
+        async fn reconcile(&self, _: &&'static str) -> Result<Reconciled, TestError> {
+            Err(TestError("bad"))
+        }
+        fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
+            panic!("regarding hit a bug");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panic_outside_a_reconcile_ends_run_with_that_panic() {
+        let token = CancellationToken::new();
+        let q = WorkQueue::new("test", SLOW, token.clone());
+        let run = tokio::spawn(Workers::new(Arc::new(BrokenRegarding), q.clone(), WorkerConfig::new("test", 2)).run());
+        q.add("k");
+        let joined = tokio::time::timeout(Duration::from_secs(1), run).await.expect("run ends with the panic");
+        let panic = joined.err().filter(|e| e.is_panic()).map(|e| e.into_panic());
+        assert_eq!(panic.as_deref().map(panic_message), Some("regarding hit a bug"));
+        assert!(!token.is_cancelled(), "ended by the panic, not by shutdown");
+    }
+
+    #[test]
+    fn panic_messages_of_literals_and_format_strings() {
+        let literal = std::panic::catch_unwind(|| panic!("plain")).err();
+        assert_eq!(literal.as_deref().map(panic_message), Some("plain"));
+        let formatted = std::panic::catch_unwind(|| panic!("key {}", 7)).err();
+        assert_eq!(formatted.as_deref().map(panic_message), Some("key 7"));
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(42_u8)).err();
+        assert_eq!(other.as_deref().map(panic_message), Some("a panic without a message"));
     }
 }

@@ -10,16 +10,19 @@ pub const CERT_FILE_FLAG: &str = "--tls-cert-file";
 pub const KEY_FILE_FLAG: &str = "--tls-private-key-file";
 
 /// Why a server could not start. Every variant names the setting to fix.
+///
+/// An underlying error is the [`source`](std::error::Error::source) and is not repeated in the
+/// message, so a report that prints the chain of causes (anyhow's `{:#}`) names it once.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The listening socket could not be bound (address in use, address not local, ...).
-    #[error("cannot listen on {addr} ({setting}): {source}")]
+    #[error("cannot listen on {addr} ({setting})")]
     Bind {
         /// The address that was tried.
         addr: SocketAddr,
         /// The setting(s) the address came from, e.g. `--bind-address/--secure-port`.
         setting: String,
-        /// The operating system's error.
+        /// The operating system's error (the source, not part of the message).
         #[source]
         source: io::Error,
     },

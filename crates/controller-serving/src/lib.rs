@@ -40,6 +40,14 @@
 //! at debug level, answer anything else with 404, and stop when their `CancellationToken` is
 //! cancelled, giving open connections [`SHUTDOWN_GRACE`] to finish.
 //!
+//! [`Limits`] keep idle and slow clients from holding the port: every phase of a connection
+//! has a timeout ([`Timeouts`]: TLS handshake, the first request and each request's headers,
+//! HTTP/2 idle, handler, stalled writes), the HTTP version is fixed by ALPN (no sniffing of
+//! the first bytes), and at most [`Limits::MAX_CONNECTIONS`] connections are served at once;
+//! as many more wait up to [`Limits::ADMISSION_WAIT`] for a slot, first come first served,
+//! and anything beyond is closed at once. [`serve_secure_with`] and [`serve_plain_with`] take
+//! other limits.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -82,6 +90,7 @@ mod auth;
 mod error;
 mod health;
 mod io_timeout;
+mod limits;
 mod metrics;
 mod routes;
 mod server;
@@ -94,10 +103,13 @@ pub use auth::{
 };
 pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};
+pub use limits::{Limits, Timeouts};
 pub use metrics::{EncodeError, MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
 pub use routes::{METRICS_PATH, is_always_allowed};
 pub use rustls::pki_types::CertificateDer;
-pub use server::{Bound, SHUTDOWN_GRACE, SecureServing, Timeouts, serve_plain, serve_plain_with, serve_secure};
+pub use server::{
+    Bound, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure, serve_secure_with,
+};
 
 /// Re-exported so that callers can build metrics without naming the dependency themselves.
 pub use prometheus_client;

@@ -1,6 +1,6 @@
-//! The listeners: binding, the accept loop, TLS, one hyper connection per client with
-//! timeouts, request handling (authentication for the secure listener, then the routes) and
-//! graceful shutdown.
+//! The listeners: binding, the accept loop, the connection cap, TLS, one hyper connection per
+//! client with timeouts on every phase (see [`crate::limits`]), request handling
+//! (authentication for the secure listener, then the routes) and graceful shutdown.
 
 use std::convert::Infallible;
 use std::io;
@@ -25,6 +25,7 @@ use crate::auth::{Decision, DelegatingAuth, verb_for};
 use crate::error::ServeError;
 use crate::health::Health;
 use crate::io_timeout::WriteTimeout;
+use crate::limits::{Activity, Admission, Limits, Timeouts};
 use crate::metrics::MetricsRegistry;
 use crate::routes::{self, Body};
 use crate::tls;
@@ -56,37 +57,9 @@ pub struct SecureServing {
     pub cert_name: String,
 }
 
-/// Timeouts of one listener.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Time to receive a request's headers, counted from when the connection is ready for the
-    /// next request (so it also closes idle keep-alive connections).
-    pub read: Duration,
-    /// Time to produce a response (authentication included); then `503`.
-    pub handler: Duration,
-    /// Time a response write may make no progress (the client stopped reading).
-    pub write: Duration,
-    /// Time to complete the TLS handshake (secure listener only).
-    pub tls_handshake: Duration,
-}
-
-impl Timeouts {
-    /// The plain listener's timeouts: those of the metrics listener of the official Go CCM
-    /// (read 5 s, handler 10 s, write 20 s).
-    pub const PLAIN: Timeouts = Timeouts {
-        read: Duration::from_secs(5),
-        handler: Duration::from_secs(10),
-        write: Duration::from_secs(20),
-        tls_handshake: Duration::from_secs(10),
-    };
-    /// The secure listener's timeouts (upstream's generic request timeout is 60 s).
-    pub const SECURE: Timeouts = Timeouts {
-        read: Duration::from_secs(10),
-        handler: Duration::from_secs(60),
-        write: Duration::from_secs(60),
-        tls_handshake: Duration::from_secs(10),
-    };
-}
+/// Streams one HTTP/2 connection may have open at once (kube-apiserver's default, chosen so a
+/// client cannot open many streams before the server closes the connection).
+const HTTP2_MAX_STREAMS: u32 = 100;
 
 /// A running listener.
 #[derive(Debug)]
@@ -101,8 +74,9 @@ pub struct Bound {
     pub task: JoinHandle<()>,
 }
 
-/// Start the secure listener: HTTPS with `/healthz`, `/livez`, `/readyz` (and their single-check
-/// paths) open to everyone and `/metrics` behind `authorizer`.
+/// Start the secure listener with [`Limits::SECURE`]: HTTPS with `/healthz`, `/livez`,
+/// `/readyz` (and their single-check paths) open to everyone and `/metrics` behind
+/// `authorizer`.
 ///
 /// Returns `Ok(None)` when `config.port` is 0. The socket is bound and the certificate loaded
 /// (or generated) before this returns, so an address in use or an unreadable, mismatched or
@@ -115,6 +89,18 @@ pub async fn serve_secure(
     metrics: MetricsRegistry,
     authorizer: Option<DelegatingAuth>,
     shutdown: CancellationToken,
+) -> Result<Option<Bound>, ServeError> {
+    serve_secure_with(config, health, metrics, authorizer, shutdown, Limits::SECURE).await
+}
+
+/// [`serve_secure`] with other limits.
+pub async fn serve_secure_with(
+    config: &SecureServing,
+    health: Health,
+    metrics: MetricsRegistry,
+    authorizer: Option<DelegatingAuth>,
+    shutdown: CancellationToken,
+    limits: Limits,
 ) -> Result<Option<Bound>, ServeError> {
     if config.port == 0 {
         tracing::info!("secure serving is off (--secure-port=0)");
@@ -134,20 +120,13 @@ pub async fn serve_secure(
     }
     let certificate = if config.cert_file.is_some() { "from --tls-cert-file" } else { "self-signed, in memory" };
     tracing::info!(%local_addr, certificate, "serving HTTPS");
-    let server = Server {
-        name: "secure",
-        health,
-        metrics,
-        authorizer,
-        tls: Some(TlsAcceptor::from(tls_config)),
-        timeouts: Timeouts::SECURE,
-    };
+    let server = Server::new("secure", health, metrics, authorizer, Some(TlsAcceptor::from(tls_config)), limits);
     let task = tokio::spawn(run(listener, Arc::new(server), shutdown));
     Ok(Some(Bound { local_addr, certificate_chain, task }))
 }
 
 /// Start the plain HTTP listener (`/metrics` and the health paths, no authentication) with
-/// [`Timeouts::PLAIN`]. `addr` usually comes from [`crate::parse_listen_address`]; `[::]`
+/// [`Limits::PLAIN`]. `addr` usually comes from [`crate::parse_listen_address`]; `[::]`
 /// falls back to `0.0.0.0` where IPv6 is unavailable. Bind errors are returned before this
 /// returns; the caller should add the name of the setting the address came from.
 pub async fn serve_plain(
@@ -156,21 +135,21 @@ pub async fn serve_plain(
     metrics: MetricsRegistry,
     shutdown: CancellationToken,
 ) -> Result<Bound, ServeError> {
-    serve_plain_with(addr, health, metrics, shutdown, Timeouts::PLAIN).await
+    serve_plain_with(addr, health, metrics, shutdown, Limits::PLAIN).await
 }
 
-/// [`serve_plain`] with other timeouts.
+/// [`serve_plain`] with other limits.
 pub async fn serve_plain_with(
     addr: SocketAddr,
     health: Health,
     metrics: MetricsRegistry,
     shutdown: CancellationToken,
-    timeouts: Timeouts,
+    limits: Limits,
 ) -> Result<Bound, ServeError> {
     let listener = bind(addr, PLAIN_SETTING).await?;
     let local_addr = local_addr(&listener, addr, PLAIN_SETTING)?;
     tracing::info!(%local_addr, "serving plain HTTP");
-    let server = Server { name: "plain", health, metrics, authorizer: None, tls: None, timeouts };
+    let server = Server::new("plain", health, metrics, None, None, limits);
     let task = tokio::spawn(run(listener, Arc::new(server), shutdown));
     Ok(Bound { local_addr, certificate_chain: Vec::new(), task })
 }
@@ -210,6 +189,21 @@ struct Server {
     authorizer: Option<DelegatingAuth>,
     tls: Option<TlsAcceptor>,
     timeouts: Timeouts,
+    admission: Admission,
+}
+
+impl Server {
+    fn new(
+        name: &'static str,
+        health: Health,
+        metrics: MetricsRegistry,
+        authorizer: Option<DelegatingAuth>,
+        tls: Option<TlsAcceptor>,
+        limits: Limits,
+    ) -> Self {
+        let admission = Admission::new(&limits);
+        Server { name, health, metrics, authorizer, tls, timeouts: limits.timeouts, admission }
+    }
 }
 
 /// Accept connections until `shutdown`, then give open ones [`SHUTDOWN_GRACE`] to finish.
@@ -245,11 +239,29 @@ async fn run(listener: TcpListener, server: Arc<Server>, shutdown: CancellationT
 }
 
 async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
+    let admitted = tokio::select! {
+        admitted = server.admission.admit() => admitted,
+        // A client that gives up while waiting leaves the waiting room at once.
+        () = gone(&stream) => return,
+        () = shutdown.cancelled() => return,
+    };
+    // Held until the connection ends; a refused connection is closed by dropping `stream`.
+    let _slot = match admitted {
+        Ok(slot) => slot,
+        Err(refused) => {
+            let total = server.admission.refused();
+            // The first refusal and then every doubling: visible, but not a flood under attack.
+            if total.is_power_of_two() {
+                tracing::warn!(listener = server.name, %peer, refused = total, "too many connections ({refused:?}); closing new ones");
+            }
+            return;
+        }
+    };
     // Best effort: small responses should not wait for Nagle.
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = server.tls.clone() else {
         let io = WriteTimeout::new(stream, server.timeouts.write);
-        return serve_http(server, io, peer, shutdown).await;
+        return serve_http(server, io, Protocol::Http1, peer, shutdown).await;
     };
     let handshake = tokio::time::timeout(server.timeouts.tls_handshake, acceptor.accept(stream));
     let stream = tokio::select! {
@@ -258,27 +270,66 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, sh
     };
     match stream {
         Ok(Ok(stream)) => {
+            // Like Go's net/http: h2 only when ALPN chose it, otherwise HTTP/1.1; nothing is
+            // sniffed from the client's first bytes.
+            let protocol =
+                if stream.get_ref().1.alpn_protocol() == Some(b"h2") { Protocol::Http2 } else { Protocol::Http1 };
             let io = WriteTimeout::new(stream, server.timeouts.write);
-            serve_http(server, io, peer, shutdown).await;
+            serve_http(server, io, protocol, peer, shutdown).await;
         }
         Ok(Err(error)) => tracing::debug!(listener = server.name, %peer, "TLS handshake failed: {error}"),
         Err(_) => tracing::debug!(listener = server.name, %peer, "TLS handshake timed out"),
     }
 }
 
-async fn serve_http<IO>(server: Arc<Server>, io: IO, peer: SocketAddr, shutdown: CancellationToken)
+/// The HTTP version of a connection, fixed before the first request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// Completes when the client closed its side before sending anything (or the connection
+/// broke); never once it sent data, which stays unread for the handshake.
+async fn gone(stream: &TcpStream) {
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
+}
+
+async fn serve_http<IO>(server: Arc<Server>, io: IO, protocol: Protocol, peer: SocketAddr, shutdown: CancellationToken)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let timeouts = server.timeouts;
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(server.timeouts.read);
-    // Like Go's net/http, the plain listener speaks HTTP/1 only; the secure one negotiates h2
-    // by ALPN.
-    if server.tls.is_none() {
-        builder = builder.http1_only();
-    }
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(timeouts.read);
+    // Pings find a peer that vanished while a request is in flight; idle connections are
+    // closed by `idle_for` below (hyper has no HTTP/2 idle timeout).
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(timeouts.read)
+        .keep_alive_timeout(timeouts.read)
+        .max_concurrent_streams(HTTP2_MAX_STREAMS);
+    let builder = match protocol {
+        Protocol::Http1 => builder.http1_only(),
+        Protocol::Http2 => builder.http2_only(),
+    };
     let name = server.name;
-    let service = hyper::service::service_fn(move |request| handle(Arc::clone(&server), peer, request));
+    let activity = Activity::new();
+    let requests = activity.clone();
+    let service = hyper::service::service_fn(move |request| {
+        let busy = requests.begin();
+        let answer = handle(Arc::clone(&server), peer, request);
+        async move {
+            let response = answer.await;
+            drop(busy);
+            response
+        }
+    });
     let connection = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
     let result = tokio::select! {
@@ -286,6 +337,19 @@ where
         () = shutdown.cancelled() => {
             connection.as_mut().graceful_shutdown();
             connection.await
+        }
+        served = activity.idle_for(timeouts.read, timeouts.idle) => {
+            tracing::debug!(listener = name, %peer, served, "closing an idle connection");
+            if !served {
+                // Not one request in time (for h2 maybe not even its preface): just close.
+                return;
+            }
+            // HTTP/2 says goodbye (GOAWAY); a client that does not even read that is cut off.
+            connection.as_mut().graceful_shutdown();
+            match tokio::time::timeout(timeouts.write, connection).await {
+                Ok(result) => result,
+                Err(_) => return,
+            }
         }
     };
     if let Err(error) = result {

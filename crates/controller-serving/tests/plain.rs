@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::stopped;
 use controller_serving::{
-    Health, MetricsRegistry, Probe, ServeError, Timeouts, parse_listen_address, serve_plain, serve_plain_with,
+    Health, Limits, MetricsRegistry, Probe, ServeError, Timeouts, parse_listen_address, serve_plain, serve_plain_with,
 };
 use prometheus_client::metrics::gauge::Gauge;
 use reqwest::StatusCode;
@@ -77,20 +77,26 @@ async fn port_in_use_is_a_start_up_error() {
     let result = serve_plain(addr, Health::new(), MetricsRegistry::new(), CancellationToken::new()).await;
     match result {
         Err(error @ ServeError::Bind { .. }) => {
-            let message = error.to_string();
-            assert!(message.contains(&addr.to_string()) && message.to_lowercase().contains("in use"), "{message}");
+            let cause = TcpListener::bind(addr).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(cause.to_lowercase().contains("in use"), "{cause}");
+            assert_eq!(
+                test_harness::error_chain(&error),
+                format!("cannot listen on {addr} (plain HTTP listener): {cause}")
+            );
         }
         other => panic!("expected a bind error, got {other:?}"),
     }
 }
 
-fn short_timeouts() -> Timeouts {
-    Timeouts {
+fn short_timeouts() -> Limits {
+    let timeouts = Timeouts {
         read: Duration::from_millis(300),
+        idle: Duration::from_millis(300),
         handler: Duration::from_millis(300),
         write: Duration::from_secs(5),
         tls_handshake: Duration::from_secs(5),
-    }
+    };
+    Limits { timeouts, ..Limits::PLAIN }
 }
 
 #[tokio::test]

@@ -87,3 +87,61 @@ async fn run(manager: Manager, config: Config) -> anyhow::Result<()> {
     manager.run(Arc::new(cloud), shutdown).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+
+    use cloud_controller_manager::ManagerError;
+    use controller_serving::{Health, MetricsRegistry, SecureServing, serve_plain, serve_secure};
+    use tokio_util::sync::CancellationToken;
+
+    /// A port of 127.0.0.1 that is taken while the listener lives, and what the operating
+    /// system says when it is bound a second time.
+    fn taken() -> (TcpListener, SocketAddr, String) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+        let addr = listener.local_addr().expect("its address");
+        let cause = match TcpListener::bind(addr) {
+            Ok(_) => panic!("{addr} must be taken"),
+            Err(error) => error.to_string(),
+        };
+        (listener, addr, cause)
+    }
+
+    /// What `main` prints: the error with its chain of causes.
+    fn report(error: ManagerError) -> String {
+        format!("{:#}", anyhow::Error::from(error))
+    }
+
+    #[tokio::test]
+    async fn a_port_in_use_is_reported_with_its_cause_once() {
+        let (_plain_port, addr, cause) = taken();
+        let Err(error) = serve_plain(addr, Health::new(), MetricsRegistry::new(), CancellationToken::new()).await
+        else {
+            panic!("{addr} is taken; serving on it must fail");
+        };
+        let plain = ManagerError::PlainListener { setting: "HCLOUD_METRICS_ADDRESS".to_owned(), source: error };
+        assert_eq!(
+            report(plain),
+            format!("HCLOUD_METRICS_ADDRESS: cannot listen on {addr} (plain HTTP listener): {cause}")
+        );
+
+        let (_secure_port, addr, cause) = taken();
+        let settings = SecureServing {
+            bind_address: Ipv4Addr::LOCALHOST.into(),
+            port: addr.port(),
+            cert_file: None,
+            key_file: None,
+            cert_name: "test".to_owned(),
+        };
+        let result =
+            serve_secure(&settings, Health::new(), MetricsRegistry::new(), None, CancellationToken::new()).await;
+        let Err(error) = result else {
+            panic!("{addr} is taken; serving on it must fail");
+        };
+        assert_eq!(
+            report(ManagerError::Serve(error)),
+            format!("cannot listen on {addr} (--bind-address/--secure-port): {cause}")
+        );
+    }
+}

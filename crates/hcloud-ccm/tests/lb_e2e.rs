@@ -400,6 +400,41 @@ async fn existing_load_balancer_adopted_by_name() {
     assert_eq!(h.request_count("POST /v1/load_balancers"), 0);
 }
 
+/// A Service in another namespace naming another Service's Load Balancer: refused with a
+/// Warning event naming the Load Balancer and its owner label; nothing is changed, and deleting
+/// that Service leaves the Load Balancer to its owner.
+#[tokio::test]
+async fn load_balancer_of_another_service_is_not_taken_over_by_name() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let (_ns, owners) = fresh_namespace(&env).await;
+    let other_ns = test_harness::unique_name("lb");
+    let mut ns = k8s_openapi::api::core::v1::Namespace::default();
+    ns.metadata.name = Some(other_ns.clone());
+    Api::all(env.client.clone()).create(&PostParams::default(), &ns).await.expect("namespace");
+    let intruders: Api<Service> = Api::namespaced(env.client.clone(), &other_ns);
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    let name = ("load-balancer.hetzner.cloud/name", "shop-lb");
+    create(&owners, &lb_service("shop", &[name], &[443])).await;
+    let owner = ensured(&owners, "shop").await;
+    let before = wait_lb(&h, &owner, "the owner's Load Balancer with its target", |l| l.targets.len() == 1).await;
+    let uid = owner.metadata.uid.clone().expect("uid");
+
+    create(&intruders, &lb_service("grab", &[name], &[80])).await;
+    let e = wait_for_event(&env.client, "Service", "grab", "SyncLoadBalancerFailed", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert!(e.message.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{}", e.message);
+    assert!(e.message.contains(&format!("hcloud-ccm/service-uid={uid}")), "{}", e.message);
+    intruders.delete("grab", &DeleteParams::default()).await.expect("delete");
+    wait_for(&intruders, "grab", REACT, "the refused Service is gone", |s| s.is_none()).await.expect("gone");
+
+    let after = h.load_balancer(before.id).expect("the owner's Load Balancer is still there");
+    assert_eq!(after.labels.get("hcloud-ccm/service-uid"), Some(&uid));
+    assert_eq!((lb_ports(&after), target_servers(&after)), (lb_ports(&before), target_servers(&before)));
+    assert_eq!(h.snapshot().load_balancers.len(), 1);
+}
+
 /// A bad annotation: a Warning event naming the annotation, the value and what is accepted;
 /// the Load Balancer stays as it was.
 #[tokio::test]

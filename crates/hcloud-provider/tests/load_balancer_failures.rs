@@ -5,12 +5,17 @@
 
 mod lb_support;
 
+use std::time::Duration;
+
 use cloud_provider::CloudError;
 use cloud_provider::LoadBalancer as _;
 use hcloud_fake::control::{ActionFailure, ResourceRef, SeedLoadBalancer, SeedServer};
 use hcloud_fake::faults::FaultRule;
+use hcloud_provider::load_balancers::LbDefaults;
 use hcloud_provider::load_balancers::annotations as a;
+use hcloud_provider::load_balancers::tracker::TrackerPolicy;
 use lb_support::*;
+use tokio::time::Instant;
 
 #[tokio::test]
 async fn a_lost_create_answer_never_duplicates_the_load_balancer() {
@@ -171,12 +176,7 @@ async fn a_failed_action_marks_the_load_balancer_for_a_fresh_read_and_raises_an_
     s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
     settle(&s).await;
     nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
-    s.h.fail_next_actions(ActionFailure {
-        count: 1,
-        command: Some("add_target".into()),
-        code: "action_failed".into(),
-        message: "boom".into(),
-    });
+    s.h.fail_next_actions(fail_add_target());
     s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
     settle(&s).await;
     let ev = s.events.with_reason("LoadBalancerActionFailed");
@@ -208,4 +208,197 @@ async fn a_locked_load_balancer_is_retried_after_a_delay() {
     settle(&s).await;
     assert_eq!(only_lb(&s.h).services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![81]);
     assert_eq!(target_ids(&only_lb(&s.h)), Vec::<u64>::new());
+}
+
+/// The next `add_target` action fails with `boom`.
+fn fail_add_target() -> ActionFailure {
+    ActionFailure { count: 1, command: Some("add_target".into()), code: "action_failed".into(), message: "boom".into() }
+}
+
+/// Another Service's UID, in another namespace.
+const VICTIM_UID: &str = "9a8b7c6d-0000-4e0b-9c1d-2e3f4a5b6c7d";
+
+#[tokio::test]
+async fn a_load_balancer_of_another_service_is_never_adopted_by_name() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let mut victim = service(&[(a::NAME, "shop-lb")], &[(443, "TCP", 30443)]);
+    victim.metadata.namespace = Some("payments".into());
+    victim.metadata.uid = Some(VICTIM_UID.into());
+    s.lbs.ensure_load_balancer("k", &victim, &nodes).await.expect("the victim's Load Balancer");
+    settle(&s).await;
+    let before = only_lb(&s.h);
+    s.h.reset_requests();
+
+    // A Service elsewhere names that Load Balancer.
+    let intruder = service(&[(a::NAME, "shop-lb")], &[(80, "TCP", 30080)]);
+    for call in 0..2 {
+        let err = if call == 0 {
+            s.lbs.ensure_load_balancer("k", &intruder, &nodes).await.map(|_| ()).expect_err("adopted")
+        } else {
+            s.lbs.update_load_balancer("k", &intruder, &nodes).await.expect_err("adopted")
+        };
+        assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
+        let text = err.to_string();
+        assert!(text.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{text}");
+        assert!(text.contains(&format!("hcloud-ccm/service-uid={VICTIM_UID}")), "{text}");
+        assert!(text.contains("load-balancer.hetzner.cloud/name"), "{text}");
+    }
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
+    assert_eq!(s.lbs.get_load_balancer("k", &intruder).await.expect("get"), None);
+
+    // Deleting the intruder leaves the victim's Load Balancer alone.
+    s.lbs.ensure_load_balancer_deleted("k", &intruder).await.expect("nothing to delete");
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
+    assert_eq!(only_lb(&s.h), before);
+    assert!(s.lbs.get_load_balancer("k", &victim).await.expect("get").is_some());
+}
+
+#[tokio::test]
+async fn a_load_balancer_labelled_by_another_system_is_never_adopted_by_name() {
+    let s = setup().await;
+    let mut lb = SeedLoadBalancer::new("shared");
+    lb.labels.insert("hcloud-ccm/service-uid".into(), "other-cluster".into());
+    s.h.seed_load_balancer(&lb).expect("lb");
+    let before = only_lb(&s.h);
+    s.h.reset_requests();
+    let err = s
+        .lbs
+        .ensure_load_balancer("k", &service(&[(a::NAME, "shared")], &[(80, "TCP", 30080)]), &[])
+        .await
+        .expect_err("adopted");
+    assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
+    assert!(err.to_string().contains("hcloud-ccm/service-uid=other-cluster"), "{err}");
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
+    assert_eq!(only_lb(&s.h), before);
+}
+
+#[tokio::test]
+async fn an_action_that_never_finishes_fails_the_sync_after_the_deadline_and_frees_the_service() {
+    let deadline = Duration::from_millis(500);
+    let defaults = LbDefaults { location: Some("fsn1".into()), ..Default::default() };
+    let s = setup_with_policy(defaults, None, TrackerPolicy { wait_deadline: deadline, ..fast_policy() }).await;
+    // The create's action never finishes; the reverse DNS needs the Load Balancer unlocked.
+    s.h.set_action_delay(Duration::from_secs(3600));
+    let svc = service(&[(a::IPV4_RDNS, "lb.example.com")], &[(80, "TCP", 30080)]);
+    let sync = async || {
+        tokio::time::timeout(Duration::from_secs(10), s.lbs.ensure_load_balancer("k", &svc, &[]))
+            .await
+            .expect("the wait has no deadline: the sync hangs holding the Service's lock")
+            .map(|_| ())
+    };
+    let started = Instant::now();
+    let err = sync().await.expect_err("the action is still running");
+    assert!(started.elapsed() >= deadline, "gave up after {:?}", started.elapsed());
+    assert_eq!(err.reason(), "LoadBalancerActionTimeout");
+    assert!(matches!(err, CloudError::Failed { transient: true, .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("action create_load_balancer ("), "{text}");
+    assert!(text.contains("still running 500ms after it was started"), "{text}");
+    assert_eq!(mutating(&s.h), vec!["POST /v1/load_balancers"], "nothing sent after the wait");
+
+    // The next sync is not blocked: it fails at once (one fresh poll), without waiting again.
+    let again = Instant::now();
+    let err = sync().await.expect_err("still running");
+    assert_eq!(err.reason(), "LoadBalancerActionTimeout");
+    assert!(again.elapsed() < deadline, "waited {:?} again", again.elapsed());
+
+    // Once the action has finished, the sync goes on.
+    s.h.finish_all_actions();
+    s.h.set_action_delay(Duration::from_millis(30));
+    sync().await.expect("after the action");
+    settle(&s).await;
+    assert_eq!(only_lb(&s.h).public_net.ipv4.dns_ptr.as_deref(), Some("lb.example.com"));
+    assert_eq!(s.h.request_count("POST /v1/load_balancers"), 1);
+}
+
+#[tokio::test]
+async fn a_deleted_service_leaves_no_uncertain_mark_behind() {
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    // The answer to the create is lost (and it did not happen): the UID is marked uncertain.
+    s.h.inject_fault(FaultRule::reset(Some("POST"), "/v1/load_balancers").times(1));
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("lost");
+    assert_eq!(s.lbs.inventory().uncertain_len(), 1);
+    // The Service is deleted: the controller asks for its Load Balancer (none), then is done.
+    let mut deleted = svc.clone();
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()));
+    assert_eq!(s.lbs.get_load_balancer("k", &deleted).await.expect("get"), None);
+    assert_eq!(s.lbs.inventory().uncertain_len(), 0, "forgotten once the Service is being deleted");
+
+    // The same through ensure_load_balancer_deleted (a Service gone from the controller's cache).
+    s.h.inject_fault(FaultRule::reset(Some("POST"), "/v1/load_balancers").times(1));
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("lost");
+    assert_eq!(s.lbs.inventory().uncertain_len(), 1);
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("nothing to delete");
+    assert_eq!(s.lbs.inventory().uncertain_len(), 0);
+    assert!(s.h.snapshot().load_balancers.is_empty());
+}
+
+#[tokio::test]
+async fn a_deleted_load_balancer_leaves_no_failure_behind_in_the_tracker() {
+    for protected in [false, true] {
+        let s = setup().await;
+        let mut nodes = seed_nodes(&s.h, 1, None);
+        let svc = service(&[], &[(80, "TCP", 30080)]);
+        s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+        settle(&s).await;
+        let id = only_lb(&s.h).id;
+        if protected {
+            hcloud_api::Client::load_balancers(&client(&s.fake))
+                .change_protection(hcloud_api::models::LoadBalancerId(id as i64), true)
+                .await
+                .expect("protect");
+            s.h.finish_all_actions();
+            s.lbs.inventory().mark_stale(hcloud_api::models::LoadBalancerId(id as i64));
+        }
+        // The last change's action fails in the background: recorded for the next waiter.
+        nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
+        s.h.fail_next_actions(fail_add_target());
+        s.lbs.update_load_balancer("k", &svc, &nodes).await.expect("accepted");
+        settle(&s).await;
+        assert_eq!(s.lbs.tracker().failed_len(), 1);
+        // The Service goes (its Load Balancer with it, or kept for its protection).
+        s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("deleted");
+        assert_eq!(s.h.snapshot().load_balancers.len(), usize::from(protected));
+        assert_eq!(
+            (s.lbs.tracker().failed_len(), s.lbs.tracker().outstanding(), s.lbs.inventory().uncertain_len()),
+            (0, 0, 0),
+            "protected: {protected}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failure_of_a_load_balancer_deleted_outside_is_dropped_with_the_next_failure() {
+    let s = setup().await;
+    let mut nodes = seed_nodes(&s.h, 1, None);
+    nodes.push(node("node-x", s.h.seed_server(&SeedServer::new("node-x")).expect("server")));
+    let mut services = Vec::new();
+    for (uid, port) in [(UID, 80), (VICTIM_UID, 81)] {
+        let mut svc = service(&[], &[(port, "TCP", 30000 + port)]);
+        svc.metadata.uid = Some(uid.into());
+        s.lbs.ensure_load_balancer("k", &svc, &nodes[..1]).await.expect("ensure");
+        settle(&s).await;
+        services.push(svc);
+    }
+    let (first, second) = (&services[0], &services[1]);
+    s.h.fail_next_actions(fail_add_target());
+    s.lbs.update_load_balancer("k", first, &nodes).await.expect("accepted");
+    settle(&s).await;
+    assert_eq!(s.lbs.tracker().failed_len(), 1);
+    // The first Load Balancer is deleted outside the CCM; its Service's next sync finds it gone.
+    let uid_of = |l: &hcloud_fake::wire::LoadBalancer| l.labels.get("hcloud-ccm/service-uid").cloned();
+    let gone = s.h.snapshot().load_balancers.into_iter().find(|l| uid_of(l).as_deref() == Some(UID)).expect("lb").id;
+    client(&s.fake).load_balancers().delete(hcloud_api::models::LoadBalancerId(gone as i64)).await.expect("delete");
+    s.lbs.update_load_balancer("k", first, &nodes).await.expect("nothing to update");
+    assert!(!s.lbs.inventory().contains(hcloud_api::models::LoadBalancerId(gone as i64)));
+    // The next failure (of the second Load Balancer) drops the first one's.
+    s.h.fail_next_actions(fail_add_target());
+    s.lbs.update_load_balancer("k", second, &nodes).await.expect("accepted");
+    settle(&s).await;
+    assert_eq!(s.events.with_reason("LoadBalancerActionFailed").len(), 2);
+    assert_eq!(s.lbs.tracker().failed_len(), 1, "only the second Load Balancer's failure");
 }

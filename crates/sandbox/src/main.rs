@@ -178,9 +178,17 @@ async fn main() -> anyhow::Result<()> {
     }
     let ccm_bin = ccm_binary(args.hcloud_ccm.clone())?;
 
-    println!("starting kube-apiserver + etcd (the first run builds kube-apiserver: about 5 minutes)…");
+    println!("starting kube-apiserver + etcd (the first run builds them from their Go modules: about 6 minutes)…");
     let cp = ControlPlane::start().await.context("cannot start the control plane")?;
     let client = cp.admin_client().await?;
+    let server = client.apiserver_version().await.context("cannot read the API server's /version")?;
+    println!(
+        "kube-apiserver {} (Kubernetes {}.{}) at {}",
+        server.git_version,
+        server.major,
+        server.minor,
+        cp.server_url()
+    );
 
     let fake = FakeServer::bind(args.fake_listen, FakeConfig::default()).await?;
     let h = fake.handle();

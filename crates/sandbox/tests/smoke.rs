@@ -23,6 +23,15 @@ async fn sandbox_initializes_its_nodes_serves_the_demo_service_and_stops_cleanly
     {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
     }
+    // The server the sandbox runs is the provisioned version: 1.36 unless the environment asks
+    // for another (CI's second pass runs 1.33) or brings its own binaries.
+    let minor = std::env::var("HCLOUD_CCM_KUBERNETES_VERSION").unwrap_or_else(|_| "1.36".to_owned());
+    let minor: String = minor.trim_start_matches('v').split('.').take(2).collect::<Vec<_>>().join(".");
+    let expected = match std::env::var_os("KUBEBUILDER_ASSETS") {
+        Some(_) => "kube-apiserver v1.".to_owned(),
+        None => format!("kube-apiserver v{minor}."),
+    };
+    assert!(out.contains(&expected), "expected {expected:?}:\n{out}");
     assert!(out.contains("[node node-1] initialized; providerID=hcloud://"), "{out}");
     assert!(out.contains("type=cpx22 region=fsn1 zone=fsn1-dc14"), "{out}");
     assert!(out.contains("InternalIP=10.0.0."), "{out}");

@@ -346,6 +346,13 @@ fn note_version_on_panic(note: String) {
             if let Some(note) = NOTE.get() {
                 eprintln!("{note}");
             }
+            // A test that lost its API server says so, with the logs of what died (a full disk,
+            // an etcd crash), instead of only a connection error.
+            if let Some(Ok(shared)) = SHARED.get()
+                && !shared.is_running()
+            {
+                eprintln!("note: the shared control plane is no longer running\n{}", shared.log_tails());
+            }
         }));
     }
 }

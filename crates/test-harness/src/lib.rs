@@ -22,7 +22,8 @@
 //!   [`DEFAULT_TIMEOUT`]) instead of sleeping; a timeout error names what was awaited and shows
 //!   the object's last observed state.
 //! - [`events_for`] and [`wait_for_event`] read the Events about an object from both
-//!   `core/v1` and `events.k8s.io/v1`.
+//!   `core/v1` and `events.k8s.io/v1`; [`error_chain`] renders an error with its causes as
+//!   anyhow's `{:#}` does.
 //! - [`ChildProcess`] runs a binary under test (`hcloud-ccm`, `hcloud-fake`) with its output
 //!   in a log file, exit-status capture, graceful stop, and a log dump when a test panics.
 //! - [`TcpProxy`] sits between a client and the API server (or any TCP service) and can
@@ -102,6 +103,19 @@ pub use process::{ChildProcess, DEFAULT_STOP_GRACE};
 pub use provision::provisioned_path;
 pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};
+
+/// `error` and its causes (its [`source`](std::error::Error::source) chain) joined by `: `,
+/// exactly as anyhow's `{:#}` prints an error: what a program that reports errors that way
+/// shows its operator.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
 
 /// A name unique within the process and very likely across processes: `<prefix>-<n><random>`,
 /// lowercase, valid as a Kubernetes object or namespace name (the prefix is lowercased and

@@ -359,13 +359,31 @@ impl TestController {
 
     /// Creates `service` on the API server (in `namespace`), sets its status as given, and
     /// returns the stored object.
+    ///
+    /// A Service of another type with a load balancer status is reached the only way a real
+    /// API server allows: created as `LoadBalancer` with that status, then switched to its
+    /// type, and the server clears `status.loadBalancer` on that switch (writing an ingress to a
+    /// non-LoadBalancer Service is refused with 422).
     pub(crate) async fn create(&self, namespace: &str, service: &Service) -> Service {
         let api: Api<Service> = Api::namespaced(self.admin.clone(), namespace);
         let mut svc = service.clone();
         svc.metadata.namespace = Some(namespace.to_owned());
         svc.metadata.deletion_timestamp = None;
+        let spec = svc.spec.get_or_insert_with(Default::default);
+        let final_type = spec.type_.clone();
+        let has_ingress = service
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|lb| lb.ingress.as_ref())
+            .is_some_and(|i| !i.is_empty());
+        let switch_type = has_ingress && final_type.as_deref() != Some("LoadBalancer");
+        if switch_type {
+            spec.type_ = Some("LoadBalancer".to_owned());
+        }
         let created = api.create(&PostParams::default(), &svc).await.expect("create service");
-        match &service.status {
+        let name = created.metadata.name.clone().unwrap_or_default();
+        let with_status = match &service.status {
             Some(status) if status != &ServiceStatus::default() => {
                 let patch = serde_json::json!({ "status": status });
                 api.patch_status(
@@ -377,7 +395,22 @@ impl TestController {
                 .expect("status")
             }
             _ => created,
+        };
+        if !switch_type {
+            return with_status;
         }
+        let patch = serde_json::json!({ "spec": { "type": final_type } });
+        let switched = api
+            .patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(patch))
+            .await
+            .expect("switch the type");
+        let ingress =
+            switched.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|lb| lb.ingress.as_ref());
+        assert_eq!(
+            ingress, None,
+            "the API server clears the load balancer status of a Service that is no longer a LoadBalancer"
+        );
+        switched
     }
 
     /// The number of PATCH requests to Services recorded since the last call, then clears the

@@ -114,7 +114,10 @@ async fn test_sync_load_balancer_if_needed() {
             expect_op: Operation::Delete,
             expect_create_attempt: false,
             expect_delete_attempt: true,
-            expect_patch_status: true,
+            // Upstream's fake clientset keeps the ingress of a Service turned ClusterIP; a real
+            // API server clears it on the type change (`TestController::create` gets there that
+            // way), so there is no status left to clear.
+            expect_patch_status: false,
             expect_patch_finalizer: true,
         },
         SyncCase {
@@ -417,9 +420,13 @@ async fn test_remove_finalizer() {
 /// Go `TestPatchStatus`.
 #[tokio::test]
 async fn test_patch_status() {
+    // With `ipMode` as the API server (1.30+) stores an IP sent without one: upstream's fake
+    // clientset does not default it, a real server does, and that default is a difference
+    // `LoadBalancerStatusEqual` sees.
     let ip = || LoadBalancerStatus {
         ingress: Some(vec![k8s_openapi::api::core::v1::LoadBalancerIngress {
             ip: Some("8.8.8.8".into()),
+            ip_mode: Some("VIP".into()),
             ..Default::default()
         }]),
     };
@@ -466,7 +473,11 @@ async fn test_patch_service() {
     c.take_service_patches();
     c.syncer.add_finalizer(&origin).await.expect("patch based on the original");
     let status = to_kube_status(&cloud_provider::LoadBalancerStatus {
-        ingress: vec![cloud_provider::LoadBalancerIngress { ip: Some("8.8.8.8".into()), ..Default::default() }],
+        ingress: vec![cloud_provider::LoadBalancerIngress {
+            ip: Some("8.8.8.8".into()),
+            ip_mode: Some(cloud_provider::IpMode::Vip),
+            ..Default::default()
+        }],
     });
     c.syncer.patch_status(&origin, &service_key(&origin), &status).await.expect("status");
     assert_eq!(c.take_service_patches(), 3, "finalizer (409), finalizer again, status");

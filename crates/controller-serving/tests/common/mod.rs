@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller_serving::{
-    Bound, CertificateDer, DelegatingAuth, Health, MetricsRegistry, SecureServing, ServeError, serve_secure,
+    Bound, CertificateDer, DelegatingAuth, Health, Limits, MetricsRegistry, SecureServing, ServeError,
+    serve_secure_with,
 };
 use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 /// Log to the test output (shown for failing tests) once per binary.
@@ -69,11 +71,23 @@ impl Running {
 /// Start the secure server on a free 127.0.0.1 port (retrying if another process took the
 /// port between picking and binding).
 pub async fn start_secure(health: Health, metrics: MetricsRegistry, authorizer: Option<DelegatingAuth>) -> Running {
+    start_secure_with(health, metrics, authorizer, Limits::SECURE).await
+}
+
+/// [`start_secure`] with other limits.
+pub async fn start_secure_with(
+    health: Health,
+    metrics: MetricsRegistry,
+    authorizer: Option<DelegatingAuth>,
+    limits: Limits,
+) -> Running {
     let mut last_error = None;
     for _ in 0..5 {
         let shutdown = CancellationToken::new();
         let settings = loopback_settings(free_port());
-        match serve_secure(&settings, health.clone(), metrics.clone(), authorizer.clone(), shutdown.clone()).await {
+        let started =
+            serve_secure_with(&settings, health.clone(), metrics.clone(), authorizer.clone(), shutdown.clone(), limits);
+        match started.await {
             Ok(Some(bound)) => return Running { bound, shutdown },
             Ok(None) => panic!("a non-zero port must start the server"),
             Err(error @ ServeError::Bind { .. }) => last_error = Some(error),
@@ -97,17 +111,36 @@ pub fn https_client(ca: &CertificateDer<'_>, addr: SocketAddr) -> reqwest::Clien
 /// A TLS handshake with `addr` that verifies the server's certificate for `server_name`
 /// against `ca` only. `Err` carries the reason.
 pub async fn handshake(addr: SocketAddr, server_name: &str, ca: &CertificateDer<'static>) -> Result<(), String> {
+    tls_connect(addr, server_name, ca, &[]).await.map(|_| ())
+}
+
+/// A TLS connection to `addr` verified for `server_name` against `ca` only, offering the ALPN
+/// `protocols` (none: the server speaks HTTP/1.1).
+pub async fn tls_connect(
+    addr: SocketAddr,
+    server_name: &str,
+    ca: &CertificateDer<'static>,
+    protocols: &[&[u8]],
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.clone()).map_err(|e| format!("adding the CA: {e}"))?;
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let name = ServerName::try_from(server_name.to_owned()).map_err(|e| format!("{server_name:?}: {e}"))?;
     let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("connecting: {e}"))?;
-    connector.connect(name, tcp).await.map(|_| ()).map_err(|e| e.to_string())
+    connector.connect(name, tcp).await.map_err(|e| e.to_string())
+}
+
+/// Whether the server closes `stream` within `deadline` (reading until end-of-file or an error).
+pub async fn closed_within(stream: &mut (impl AsyncRead + Unpin), deadline: Duration) -> bool {
+    let mut sink = Vec::new();
+    tokio::time::timeout(deadline, stream.read_to_end(&mut sink)).await.is_ok()
 }
 
 /// Certificate and key files in a temporary directory.

@@ -5,7 +5,8 @@
 //! Why a cached answer is safe here:
 //! - only this process (while it leads) creates Load Balancers with the identity label, and it
 //!   records each one it creates; a create whose answer was lost marks the UID *uncertain*, and
-//!   the next lookup for that UID asks the API (`label_selector`) before anything is created;
+//!   the next lookup for that UID asks the API (`label_selector`) before anything is created
+//!   (the mark goes with a successful create, a find, or the Service);
 //! - a Load Balancer created by someone else after the list (for adoption by name) makes the
 //!   create fail with `uniqueness_error`; the caller then re-lists ([`LbInventory::relist`]);
 //! - after every accepted change the entry is updated with the change's effect (write-through),
@@ -51,8 +52,8 @@ pub enum Found {
     None,
     /// The Load Balancer carrying the Service's UID label.
     ByLabel(Arc<LoadBalancer>),
-    /// A Load Balancer with the Service's Load Balancer name but without its UID label (to be
-    /// adopted).
+    /// A Load Balancer with the Service's Load Balancer name but without its UID label: adopted
+    /// only if it carries no identity label at all ([`super::plan::check_adoption`]).
     ByName(Arc<LoadBalancer>),
 }
 
@@ -273,6 +274,21 @@ impl LbInventory {
     /// How many Load Balancers the inventory holds (for tests and metrics).
     pub fn len(&self) -> usize {
         self.lock().entries.len()
+    }
+
+    /// Forgets the uncertain mark of `uid` (its Service is gone: nothing will be created for it).
+    pub fn forget_uncertain(&self, uid: &str) {
+        self.lock().uncertain.remove(uid);
+    }
+
+    /// Whether the inventory holds the Load Balancer `id`.
+    pub fn contains(&self, id: LoadBalancerId) -> bool {
+        self.lock().entries.contains_key(&id)
+    }
+
+    /// How many Service UIDs are marked uncertain (for tests and metrics).
+    pub fn uncertain_len(&self) -> usize {
+        self.lock().uncertain.len()
     }
 
     /// Whether the inventory holds none.

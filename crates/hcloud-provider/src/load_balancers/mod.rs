@@ -6,7 +6,8 @@
 //!  Service + Nodes ─► spec::LbSpec::from_service (every annotation parsed; bad input ⇒ error,
 //!        │                 nothing sent)      targets::desired_targets (node-selector, providerIDs)
 //!        ▼
-//!  lb_inventory::find ─ one shared list of the project's LBs (UID label, then name)
+//!  lb_inventory::find ─ one shared list of the project's LBs (UID label, then name; by name
+//!        │                 only without another owner's UID label: plan::check_adoption)
 //!        │ none ─► plan::plan_create ─► one POST /load_balancers with services, targets,
 //!        │                               network and labels
 //!        ▼

@@ -15,8 +15,8 @@ use std::net::IpAddr;
 
 use hcloud_api::models::{
     Algorithm, AlgorithmSpec, AttachLbToNetworkRequest, CreateLoadBalancerRequest, IdRef, IpRef, LbPrivateNet,
-    LbService, LbTarget, LoadBalancer, LoadBalancerType, NetworkId, TargetKind, TargetSpec, UpdateLoadBalancerRequest,
-    UpdateServiceRequest,
+    LbService, LbTarget, LoadBalancer, LoadBalancerId, LoadBalancerType, NetworkId, TargetKind, TargetSpec,
+    UpdateLoadBalancerRequest, UpdateServiceRequest,
 };
 
 use super::annotations::{self as a, Invalid, LABEL_SERVICE_UID};
@@ -123,6 +123,36 @@ pub struct Desired<'a> {
     pub targets: &'a [ServerTarget],
     /// The configured type, if `spec.lb_type` is set (needed to change it).
     pub lb_type: Option<&'a LoadBalancerType>,
+}
+
+/// A Load Balancer found by name that carries another owner's identity label: never adopted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Load Balancer {name} ({id}) carries the label {LABEL_SERVICE_UID}={owner}: it belongs to another Service (or \
+     another cluster) and is not adopted, nothing was changed; choose another name with the annotation {}, or \
+     remove the label from that Load Balancer to hand it over",
+    a::NAME
+)]
+pub struct OwnedElsewhere {
+    /// The Load Balancer's name.
+    pub name: String,
+    /// Its id.
+    pub id: LoadBalancerId,
+    /// The value of its identity label.
+    pub owner: String,
+}
+
+/// Whether the Service `uid` may adopt `lb`, found by its name: only a Load Balancer without
+/// the identity label (created by an official CCM before the label existed, or imported) or
+/// with this Service's UID. One labelled for anyone else is refused: adopting it would
+/// rewrite its label, services and targets, two Services would fight over it, and deleting
+/// either Service would delete it.
+pub fn check_adoption(lb: &LoadBalancer, uid: &str) -> Result<(), OwnedElsewhere> {
+    match lb.labels.get(LABEL_SERVICE_UID) {
+        None => Ok(()),
+        Some(owner) if owner == uid => Ok(()),
+        Some(owner) => Err(OwnedElsewhere { name: lb.name.clone(), id: lb.id, owner: owner.clone() }),
+    }
 }
 
 /// A max of 0 means the limit is unknown: no limit is applied (the API enforces its own).

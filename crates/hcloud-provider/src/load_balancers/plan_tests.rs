@@ -603,3 +603,30 @@ fn create_needs_a_location_or_network_zone() {
     let e = Case::default().create(&lb_type("lb11", 25)).expect_err("no placement");
     assert!(e.to_string().contains("a new Load Balancer needs one of them"), "{e}");
 }
+
+#[test]
+fn adoption_by_name_only_of_an_unlabelled_load_balancer_or_our_own() {
+    let unlabelled = observed(json!({"name": "shop-lb", "labels": {"env": "prod"}}));
+    assert_eq!(check_adoption(&unlabelled, UID), Ok(()), "the upgrade path from older official CCMs");
+    assert_eq!(check_adoption(&observed(json!({"name": "shop-lb"})), UID), Ok(()));
+    for owner in ["9a8b7c6d-0000-4e0b-9c1d-2e3f4a5b6c7d", ""] {
+        let foreign = observed(json!({"name": "shop-lb", "labels": {"hcloud-ccm/service-uid": owner}}));
+        let e = check_adoption(&foreign, UID).expect_err("someone else's");
+        assert_eq!(
+            e,
+            OwnedElsewhere {
+                name: "shop-lb".into(),
+                id: hcloud_api::models::LoadBalancerId(4711),
+                owner: owner.into()
+            }
+        );
+        assert!(
+            e.to_string().starts_with(&format!(
+                "Load Balancer shop-lb (4711) carries the label hcloud-ccm/service-uid={owner}: it belongs to another \
+                 Service"
+            )),
+            "{e}"
+        );
+        assert!(e.to_string().contains("annotation load-balancer.hetzner.cloud/name"), "{e}");
+    }
+}

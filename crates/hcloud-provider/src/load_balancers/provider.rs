@@ -15,9 +15,9 @@ use super::annotations::{self as a, Reader};
 use super::catalog::{Catalog, CatalogError};
 use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
-use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
+use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
 use super::services::desired_services;
-use super::spec::{InvalidService, LbSpec, StatusSpec, service_key};
+use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
 use super::status::status;
 use super::targets::{RobotTargets, ServerTarget, desired_targets};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
@@ -29,6 +29,9 @@ use crate::robot::instances::robot_error;
 
 /// The reason of errors caused by the Service's own configuration.
 const INVALID: &str = "InvalidLoadBalancerConfiguration";
+
+/// The reason of a refused adoption (the Load Balancer carries another Service's UID label).
+const OWNED_ELSEWHERE: &str = "LoadBalancerOwnedElsewhere";
 
 /// The type a Load Balancer is created with when none is configured (official CCM).
 const DEFAULT_TYPE: &str = "lb11";
@@ -72,6 +75,15 @@ fn catalog_error(service: &str, e: CatalogError) -> CloudError {
             CloudError::failed("ManagedCertificateConflict", format!("Service {service}: {m}"))
         }
         CatalogError::Api { what, source } => api_error(&format!("Service {service}: {what}"), source),
+    }
+}
+
+fn wait_error(id: LoadBalancerId) -> impl FnOnce(WaitError) -> CloudError {
+    move |e| match e {
+        WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
+        WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
+        // Says nothing about the Load Balancer itself: transient, retried with backoff.
+        e @ WaitError::Timeout { .. } => CloudError::transient("LoadBalancerActionTimeout", e.to_string(), None),
     }
 }
 
@@ -249,6 +261,11 @@ impl HcloudLoadBalancers {
         let lb = match found {
             Found::ByLabel(lb) => lb,
             Found::ByName(lb) => {
+                // Refused before anything is planned: nothing is sent for someone else's.
+                check_adoption(&lb, &spec.uid).map_err(|e| {
+                    warn!(service = %service, load_balancer = %e.id, owner = %e.owner, "not adopting a Load Balancer labelled for someone else");
+                    CloudError::failed(OWNED_ELSEWHERE, format!("Service {service}: {e}"))
+                })?;
                 info!(service = %service, load_balancer = %lb.id, name = %lb.name, "adopting the Load Balancer with this Service's name");
                 lb
             }
@@ -394,10 +411,7 @@ impl HcloudLoadBalancers {
         full.extend(plan.max_targets_reached);
         let mut reload = false;
         for op in &plan.ops {
-            self.tracker.wait_for(id, since).await.map_err(|e| match e {
-                WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
-                WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
-            })?;
+            self.tracker.wait_for(id, since).await.map_err(wait_error(id))?;
             info!(load_balancer = %id, "{}", op.describe());
             match self.send(id, op).await {
                 Ok(Some(action)) => self.tracker.track(id, &action, op.describe(), Some(owner.clone())),
@@ -441,15 +455,13 @@ impl HcloudLoadBalancers {
         }
         if reload {
             // The private IP the API picked is needed for the status.
-            self.tracker
-                .wait_for(id, since)
-                .await
-                .map_err(|e| CloudError::failed("LoadBalancerActionFailed", e.to_string()))?;
+            self.tracker.wait_for(id, since).await.map_err(wait_error(id))?;
             self.inventory.mark_stale(id);
         }
         let current = match self.inventory.get(id).await {
             Ok(Some(lb)) => lb,
             Ok(None) => {
+                self.tracker.forget(id);
                 return Err(CloudError::transient(
                     "LoadBalancerNotFound",
                     format!("Load Balancer {} ({id}) is gone", lb.name),
@@ -493,6 +505,11 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
         let service = service_key(svc);
         let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
+        if lb.is_none() && leaving(svc) {
+            // The controller deletes nothing when nothing is found: forgotten here (the API was
+            // asked if a create was uncertain).
+            self.inventory.forget_uncertain(uid);
+        }
         Ok(lb.map(|lb| status(&lb, &self.lenient_status(svc))))
     }
 
@@ -534,50 +551,5 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     }
 }
 
-impl HcloudLoadBalancers {
-    async fn delete(&self, svc: &Service, uid: &str, service: &str) -> Result<(), CloudError> {
-        let Some(lb) = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(service, e))? else {
-            debug!(service, "no Load Balancer to delete");
-            return Ok(());
-        };
-        let protected = |lb: &LoadBalancer| {
-            self.publish(ProviderEvent::warning(
-                EventObject::service(svc),
-                "LoadBalancerDeletionProtected",
-                format!(
-                    "Load Balancer {} ({}) has delete protection and is kept; remove the protection and delete it \
-                     yourself if it is no longer needed",
-                    lb.name, lb.id
-                ),
-            ));
-        };
-        if lb.protection.delete {
-            info!(service, load_balancer = %lb.id, "ignored: load balancer deletion protected");
-            protected(&lb);
-            return Ok(());
-        }
-        if let Err(e) = self.tracker.wait_for(lb.id, tokio::time::Instant::now()).await {
-            debug!(load_balancer = %lb.id, error = %e, "an earlier action failed; deleting anyway");
-        }
-        info!(service, load_balancer = %lb.id, name = %lb.name, "deleting Load Balancer");
-        match self.client.load_balancers().delete(lb.id).await {
-            Ok(()) => {
-                self.inventory.remove(lb.id);
-                Ok(())
-            }
-            Err(e) if e.is_not_found() => {
-                self.inventory.remove(lb.id);
-                Ok(())
-            }
-            Err(e) if e.code() == Some(&ErrorCode::Protected) => {
-                self.inventory.mark_stale(lb.id);
-                protected(&lb);
-                Ok(())
-            }
-            Err(e) => {
-                self.inventory.mark_stale(lb.id);
-                Err(api_error(&format!("Service {service}: deleting Load Balancer {} ({})", lb.name, lb.id), e))
-            }
-        }
-    }
-}
+#[path = "deletion.rs"]
+mod deletion;

@@ -217,6 +217,13 @@ pub fn service_key(svc: &Service) -> String {
     )
 }
 
+/// Whether the Service is giving up its Load Balancer: being deleted, or no longer of type
+/// LoadBalancer (upstream's `needsCleanup`).
+pub fn leaving(svc: &Service) -> bool {
+    svc.metadata.deletion_timestamp.is_some()
+        || svc.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer")
+}
+
 const PROTOCOLS: &[&str] = &["tcp", "http", "https"];
 
 fn lb_protocol(p: &str) -> LbProtocol {

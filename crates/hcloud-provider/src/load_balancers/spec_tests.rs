@@ -405,3 +405,19 @@ fn every_problem_is_reported_at_once_with_the_service() {
         assert!(text.contains(needle), "missing {needle:?} in {text}");
     }
 }
+
+#[test]
+fn a_service_is_leaving_when_deleted_or_no_longer_of_type_load_balancer() {
+    let svc = service(&[], &[(80, "TCP", 30080)]);
+    assert!(!leaving(&svc));
+    let mut deleted = svc.clone();
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+    assert!(leaving(&deleted));
+    let mut retyped = svc.clone();
+    if let Some(spec) = retyped.spec.as_mut() {
+        spec.type_ = Some("ClusterIP".into());
+    }
+    assert!(leaving(&retyped));
+    assert!(leaving(&Service::default()), "no spec: no Load Balancer wanted");
+}

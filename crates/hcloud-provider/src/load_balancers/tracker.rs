@@ -4,12 +4,18 @@
 //! - A change whose next step needs the Load Balancer unlocked (the API locks it while one
 //!   of its actions runs) waits for that Load Balancer's actions ([`ActionTracker::wait_for`]);
 //!   waiters poll on a schedule that starts fast and slows down (250 ms, ×1.5, up to 2 s), and
-//!   a poll serves every waiter and every outstanding action.
+//!   a poll serves every waiter and every outstanding action. An action is given
+//!   [`TrackerPolicy::wait_deadline`] from when it was started: a waiter on a Load Balancer
+//!   whose action is older fails ([`WaitError::Timeout`], after one fresh poll) instead of
+//!   holding the Service's lock for ever; the action stays tracked, and the Service's next
+//!   sync waits again only if it is still running.
 //! - The last changes of a reconcile are not waited for: the reconcile returns once the API
 //!   accepted them, and a background sweep (first after 1 s, then slower, up to 10 s) confirms
 //!   them in batches. A failed action marks its Load Balancer stale in the inventory (read
 //!   again before its next use), raises a Warning event on the Service and is reported to the
-//!   next waiter on that Load Balancer.
+//!   next waiter on that Load Balancer. A deleted Load Balancer is forgotten
+//!   ([`ActionTracker::forget`]); the failures of ones that vanished otherwise (no longer in
+//!   the inventory) are dropped with the next failure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -35,7 +41,18 @@ pub struct TrackerPolicy {
     pub sweep_initial: Duration,
     /// The sweep's slowest poll.
     pub sweep_max: Duration,
+    /// How long an action may run, from when it was started, before waiters on its Load
+    /// Balancer give up.
+    pub wait_deadline: Duration,
 }
+
+/// The default [`TrackerPolicy::wait_deadline`]. Load Balancer actions (create, attach,
+/// change_type, targets, services) finish within seconds to about a minute; an action running
+/// for two minutes is stuck on Hetzner's side. Every waiter holds its Service's lock, and with
+/// upstream's default `--concurrent-service-syncs=1` the only service worker: waiting longer
+/// would stall every Service. Giving up costs nothing: nothing was sent after the wait, the
+/// action stays tracked, and the sync is retried with backoff.
+pub const DEFAULT_WAIT_DEADLINE: Duration = Duration::from_secs(120);
 
 impl Default for TrackerPolicy {
     fn default() -> Self {
@@ -44,6 +61,7 @@ impl Default for TrackerPolicy {
             wait_max: Duration::from_secs(2),
             sweep_initial: Duration::from_secs(1),
             sweep_max: Duration::from_secs(10),
+            wait_deadline: DEFAULT_WAIT_DEADLINE,
         }
     }
 }
@@ -137,33 +155,68 @@ impl ActionTracker {
         }
     }
 
+    /// Forgets `lb` (deleted, or no longer a Service's): its outstanding actions and its last
+    /// failure.
+    pub fn forget(&self, lb: LoadBalancerId) {
+        let mut s = self.lock();
+        s.pending.retain(|_, t| t.lb != lb);
+        s.failed.remove(&lb);
+    }
+
+    /// How many Load Balancers have a failure not yet reported to a waiter (for tests).
+    pub fn failed_len(&self) -> usize {
+        self.lock().failed.len()
+    }
+
     /// How many actions are outstanding.
     pub fn outstanding(&self) -> usize {
         self.lock().pending.len()
     }
 
-    fn has_pending(&self, lb: LoadBalancerId) -> bool {
-        self.lock().pending.values().any(|t| t.lb == lb)
+    /// The outstanding actions of `lb`: (id, command, when tracked), oldest first.
+    fn pending_of(&self, lb: LoadBalancerId) -> Vec<(ActionId, String, Instant)> {
+        let mut out: Vec<_> = self
+            .lock()
+            .pending
+            .iter()
+            .filter(|(_, t)| t.lb == lb)
+            .map(|(id, t)| (*id, t.command.clone(), t.at))
+            .collect();
+        out.sort_by_key(|(id, _, at)| (*at, *id));
+        out
     }
 
     /// Waits until no action of `lb` is outstanding. Fails if an action of `lb` tracked at or
     /// after `since` ended with an error (earlier failures were reported already: event, fresh
-    /// read), or if a poll failed for good.
+    /// read), if a poll failed for good, or if an action is still running
+    /// [`TrackerPolicy::wait_deadline`] after it was started (checked after at least one poll
+    /// of this wait).
     pub async fn wait_for(&self, lb: LoadBalancerId, since: Instant) -> Result<(), WaitError> {
         let mut interval = self.policy.wait_initial;
+        let mut polled = false;
         loop {
             if let Some((at, message)) = self.lock().failed.remove(&lb)
                 && at >= since
             {
                 return Err(WaitError::Failed(ActionFailed(message)));
             }
-            if !self.has_pending(lb) {
+            let pending = self.pending_of(lb);
+            let Some((_, _, oldest)) = pending.first() else {
                 return Ok(());
+            };
+            let deadline = *oldest + self.policy.wait_deadline;
+            let now = Instant::now();
+            if polled && now >= deadline {
+                return Err(WaitError::Timeout {
+                    lb,
+                    deadline: self.policy.wait_deadline,
+                    running: pending.into_iter().map(|(id, command, _)| (id, command)).collect(),
+                });
             }
-            let asked = Instant::now();
-            tokio::time::sleep(interval).await;
+            tokio::time::sleep(interval.min(deadline.saturating_duration_since(now))).await;
             interval = interval.mul_f64(1.5).min(self.policy.wait_max);
-            self.poll(asked).await.map_err(WaitError::Poll)?;
+            self.poll(now).await.map_err(WaitError::Poll)?;
+            polled = true;
         }
     }
 
@@ -229,7 +282,13 @@ impl ActionTracker {
         let text = format!("Load Balancer {lb}: {what} failed: action {command}: {message}");
         warn!("{text}");
         self.inventory.mark_stale(lb);
-        self.lock().failed.insert(lb, (at, text.clone()));
+        {
+            let mut s = self.lock();
+            // Failures of Load Balancers that are gone (deleted outside the CCM) are never
+            // waited for: dropped, so the map stays bounded by the Load Balancers that exist.
+            s.failed.retain(|id, _| self.inventory.contains(*id));
+            s.failed.insert(lb, (at, text.clone()));
+        }
         if let Some(owner) = owner {
             let sink = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
             sink.publish(ProviderEvent::warning(
@@ -252,6 +311,22 @@ pub enum WaitError {
     /// Polling failed for good (e.g. the request was not allowed to be sent).
     #[error("polling Load Balancer actions: {0}")]
     Poll(Error),
+    /// An action of the Load Balancer is still running after the deadline.
+    #[error(
+        "Load Balancer {lb}: {} still running {deadline:?} after {}; nothing more is changed until {} \
+         finishes, the sync is retried",
+        running.iter().map(|(id, c)| format!("action {c} ({id})")).collect::<Vec<_>>().join(", "),
+        if running.len() == 1 { "it was started" } else { "the oldest was started" },
+        if running.len() == 1 { "it" } else { "they" }
+    )]
+    Timeout {
+        /// The Load Balancer.
+        lb: LoadBalancerId,
+        /// The deadline ([`TrackerPolicy::wait_deadline`]).
+        deadline: Duration,
+        /// Its running actions: (id, command).
+        running: Vec<(ActionId, String)>,
+    },
 }
 
 /// Confirms outstanding actions in the background: first after `sweep_initial`, then slower,

@@ -66,16 +66,25 @@ pub fn client(fake: &FakeServer) -> Client {
         .expect("client")
 }
 
-pub async fn setup_with(defaults: LbDefaults, network: Option<NetworkId>) -> Setup {
-    let fake =
-        FakeServer::start(FakeConfig::default().with_action_delay(Duration::from_millis(30))).await.expect("fake");
-    let h = fake.handle();
-    let policy = TrackerPolicy {
+/// The tracker polls fast against the fake (the deadline stays the default).
+pub fn fast_policy() -> TrackerPolicy {
+    TrackerPolicy {
         wait_initial: Duration::from_millis(10),
         wait_max: Duration::from_millis(50),
         sweep_initial: Duration::from_millis(40),
         sweep_max: Duration::from_millis(100),
-    };
+        ..TrackerPolicy::default()
+    }
+}
+
+pub async fn setup_with(defaults: LbDefaults, network: Option<NetworkId>) -> Setup {
+    setup_with_policy(defaults, network, fast_policy()).await
+}
+
+pub async fn setup_with_policy(defaults: LbDefaults, network: Option<NetworkId>, policy: TrackerPolicy) -> Setup {
+    let fake =
+        FakeServer::start(FakeConfig::default().with_action_delay(Duration::from_millis(30))).await.expect("fake");
+    let h = fake.handle();
     let lbs = HcloudLoadBalancers::with_policy(client(&fake), defaults, network, Duration::from_secs(300), policy);
     let events = Arc::new(Events::default());
     lbs.set_events(events.clone());
