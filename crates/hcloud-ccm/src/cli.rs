@@ -132,7 +132,8 @@ mod tests {
         let err = Cli::try_parse_from(["hcloud-ccm", "--version"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
         let text = err.render().to_string();
-        let rest = text.trim_end().strip_prefix(concat!("hcloud-ccm ", env!("CARGO_PKG_VERSION"), " (commit ")).expect(&text);
+        let rest =
+            text.trim_end().strip_prefix(concat!("hcloud-ccm ", env!("CARGO_PKG_VERSION"), " (commit ")).expect(&text);
         let (commit, date) = rest.strip_suffix(')').and_then(|r| r.split_once(", built ")).expect(&text);
         // The commit of this checkout (unless the build named one, or has no git at all).
         let manifest_dir = env!("CARGO_MANIFEST_DIR");

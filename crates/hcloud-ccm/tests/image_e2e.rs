@@ -115,7 +115,8 @@ async fn the_image_boots_and_serves_a_node_a_load_balancer_and_healthz() {
         format!("--env=HCLOUD_METRICS_ADDRESS=127.0.0.1:{plain}"),
         "--env=HCLOUD_LOAD_BALANCERS_LOCATION=fsn1".to_owned(),
     ];
-    let (owner, secure_port) = (format!("--label={OWNER_LABEL}={}", std::process::id()), format!("--secure-port={secure}"));
+    let (owner, secure_port) =
+        (format!("--label={OWNER_LABEL}={}", std::process::id()), format!("--secure-port={secure}"));
     let mut args = vec!["run", "--rm", "--name", &name, &owner, "--network=host", "--read-only", "--cap-drop=all"];
     args.extend(["--security-opt=no-new-privileges", "--pull=never"]);
     args.extend(mounts.iter().chain(&envs).map(String::as_str));
@@ -180,8 +181,10 @@ fn the_image_is_configured_like_the_official_one_and_has_no_shell() {
     let inspect = |format: &str| stdout_of(&podman, &["image", "inspect", "--format", format, IMAGE]);
     assert_eq!(inspect("{{json .Config.Entrypoint}}"), r#"["/bin/hcloud-ccm"]"#);
     assert_eq!(inspect("{{.Config.User}}"), "65532:65532");
-    let mut ports: Vec<String> =
-        inspect("{{range $p, $_ := .Config.ExposedPorts}}{{$p}} {{end}}").split_whitespace().map(str::to_owned).collect();
+    let mut ports: Vec<String> = inspect("{{range $p, $_ := .Config.ExposedPorts}}{{$p}} {{end}}")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
     ports.sort();
     assert_eq!(ports, ["10258/tcp", "8233/tcp"]);
 
@@ -189,13 +192,26 @@ fn the_image_is_configured_like_the_official_one_and_has_no_shell() {
     for entrypoint in ["/bin/hcloud-ccm", "/bin/hcloud-cloud-controller-manager"] {
         let version = stdout_of(
             &podman,
-            &["run", "--rm", "--network=none", "--read-only", "--pull=never", "--entrypoint", entrypoint, IMAGE, "--version"],
+            &[
+                "run",
+                "--rm",
+                "--network=none",
+                "--read-only",
+                "--pull=never",
+                "--entrypoint",
+                entrypoint,
+                IMAGE,
+                "--version",
+            ],
         );
         let prefix = concat!("hcloud-ccm ", env!("CARGO_PKG_VERSION"), " (commit ");
         assert!(version.starts_with(prefix) && version.contains(", built "), "{entrypoint}: {version}");
     }
     // No shell to exec into.
-    let shell = run(&podman, &["run", "--rm", "--network=none", "--pull=never", "--entrypoint", "/bin/sh", IMAGE, "-c", "true"]);
+    let shell = run(
+        &podman,
+        &["run", "--rm", "--network=none", "--pull=never", "--entrypoint", "/bin/sh", IMAGE, "-c", "true"],
+    );
     assert!(!shell.status.success(), "the image has /bin/sh");
     let stderr = String::from_utf8_lossy(&shell.stderr);
     assert!(stderr.contains("no such file or directory"), "{stderr}");
