@@ -26,6 +26,18 @@ pub enum CloudError {
         /// When to retry.
         retry_after: Duration,
     },
+    /// The provider refuses the request as given and will refuse it again until its input
+    /// changes (the object it is about, or the configuration): e.g. a value the cloud cannot
+    /// serve, refused before any request. Retrying the same input is pointless, so
+    /// controllers report it (a Warning event) and wait for the object to change instead of
+    /// retrying with backoff.
+    #[error("{message}")]
+    Refused {
+        /// CamelCase event reason naming the cause.
+        reason: Cow<'static, str>,
+        /// Human-readable message naming the field and what is accepted.
+        message: String,
+    },
     /// Any other failure, with a reason usable as a Kubernetes event reason.
     #[error("{message}")]
     Failed {
@@ -57,6 +69,16 @@ impl CloudError {
         CloudError::Failed { reason: reason.into(), message: message.into(), transient: true, source }
     }
 
+    /// A refusal that only a change of the input can lift ([`CloudError::Refused`]).
+    pub fn refused(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> CloudError {
+        CloudError::Refused { reason: reason.into(), message: message.into() }
+    }
+
+    /// True if retrying with the same input cannot succeed: wait for the input to change.
+    pub fn awaits_input_change(&self) -> bool {
+        matches!(self, CloudError::Refused { .. })
+    }
+
     /// The reason to use for a Warning event about this error.
     pub fn reason(&self) -> &str {
         match self {
@@ -64,7 +86,7 @@ impl CloudError {
             CloudError::NotImplemented => "NotImplemented",
             CloudError::ImplementedElsewhere => "ImplementedElsewhere",
             CloudError::Retry { .. } => "Pending",
-            CloudError::Failed { reason, .. } => reason,
+            CloudError::Refused { reason, .. } | CloudError::Failed { reason, .. } => reason,
         }
     }
 

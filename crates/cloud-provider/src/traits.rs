@@ -6,6 +6,7 @@
 //! capability returns `None` from the accessor (use [`Unsupported`] as the associated type),
 //! and the controller that needs it is not started.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -181,6 +182,15 @@ pub trait LoadBalancer: Send + Sync + 'static {
         cluster_name: &str,
         service: &Service,
     ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// The Node label keys the provider reads when it picks the service's backends among the
+    /// nodes it is given (for example a node selector the service configures). A change of one
+    /// of these labels on a node updates the service's load balancer like a node joining or
+    /// leaving does; changes of other labels cost nothing. Pure and cheap: it is asked on
+    /// every node label change. Default: none (upstream's behaviour).
+    fn node_label_keys(&self, _service: &Service) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Routes for pod CIDRs (upstream `Routes`).
@@ -198,6 +208,15 @@ pub trait Routes: Send + Sync + 'static {
 
     /// Deletes a route.
     fn delete_route(&self, cluster_name: &str, route: &Route) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// The canonical form of a provider ID, by which routes are matched to nodes: two
+    /// provider IDs naming the same instance must give the same string (a Node's
+    /// `spec.providerID` may be written differently from the ID the provider reports, e.g.
+    /// with leading zeros in a number). Not a validation: an ID the provider does not
+    /// understand is returned as it is. Default: the ID itself.
+    fn canonical_provider_id<'a>(&self, provider_id: &'a str) -> Cow<'a, str> {
+        Cow::Borrowed(provider_id)
+    }
 }
 
 /// The associated type for a capability a provider does not have. It has no values, so its

@@ -224,6 +224,15 @@ impl HcloudInstances {
         Ok((lookup, server))
     }
 
+    /// Whether the cloud server exists (`false` only on a direct lookup's answer).
+    async fn cloud_exists(&self, node: &Node, lookup: Lookup) -> Result<bool, CloudError> {
+        let what =
+            format!("checking whether the server of node {} exists", node.metadata.name.as_deref().unwrap_or_default());
+        let exists = self.inventory.exists(&lookup, self.lifecycle_max_age).await.map_err(|e| api_error(&what, e))?;
+        debug!(?lookup, exists, "server existence");
+        Ok(exists)
+    }
+
     /// The node's metadata from its server.
     pub fn metadata_for(&self, server: &Server) -> InstanceMetadata {
         InstanceMetadata {
@@ -245,19 +254,21 @@ impl InstancesV2 for HcloudInstances {
     /// `false` only when a direct lookup confirms the server is gone; any doubt is an error.
     async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
         self.metrics.operation("hcloud/instancesv2.InstanceExists");
-        let lookup = match Self::node_ref(node)? {
-            NodeRef::Cloud(lookup) => lookup,
-            NodeRef::Robot(n) => return self.robot_exists(node, n).await,
-            NodeRef::Name(name) => match self.robot_by_name(node, &name, self.lifecycle_max_age).await? {
-                Some(_) => return Ok(true),
-                None => Lookup::Name(name),
-            },
-        };
-        let what =
-            format!("checking whether the server of node {} exists", node.metadata.name.as_deref().unwrap_or_default());
-        let exists = self.inventory.exists(&lookup, self.lifecycle_max_age).await.map_err(|e| api_error(&what, e))?;
-        debug!(?lookup, exists, "server existence");
-        Ok(exists)
+        match Self::node_ref(node)? {
+            NodeRef::Cloud(lookup) => self.cloud_exists(node, lookup).await,
+            NodeRef::Robot(n) => self.robot_exists(node, n).await,
+            NodeRef::Name(name) => {
+                let since = tokio::time::Instant::now();
+                if self.robot_by_name(node, &name, self.lifecycle_max_age).await?.is_some() {
+                    return Ok(true);
+                }
+                if self.cloud_exists(node, Lookup::Name(name.clone())).await? {
+                    return Ok(true);
+                }
+                // The cached Robot list missed the name: confirmed with a fresh list.
+                self.robot_exists_by_name(node, &name, since).await
+            }
+        }
     }
 
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {

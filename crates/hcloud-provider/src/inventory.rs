@@ -242,6 +242,13 @@ impl Inventory {
         }
     }
 
+    /// The server from a single-server request now (`GET /servers/{id}` or `?name=`), never
+    /// from cached data; the answer is stored. `None` only on the API's `not_found`.
+    pub async fn fetch(&self, lookup: &Lookup) -> Result<Option<Arc<Server>>, Error> {
+        self.stats.misses.inc();
+        self.fetch_single_and_store(lookup).await
+    }
+
     /// The answer and whether it came from a direct single-server lookup just now.
     async fn answer(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
         if let Some(pin) = self.lock().pinned.remove(lookup)

@@ -62,6 +62,18 @@ impl ProviderId {
     }
 }
 
+impl ProviderId {
+    /// The same server in the format this provider writes (`hcloud://bm-<n>` becomes
+    /// `hrobot://<n>`); its [`Display`](fmt::Display) is then the one spelling of the server
+    /// (no leading zeros), by which provider IDs are compared.
+    pub fn canonical(self) -> ProviderId {
+        match self {
+            ProviderId::LegacyRobot(n) => ProviderId::Robot(n),
+            other => other,
+        }
+    }
+}
+
 impl fmt::Display for ProviderId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -84,6 +96,20 @@ mod tests {
         assert_eq!(ProviderId::parse("hcloud://42"), Ok(ProviderId::Cloud(ServerId(42))));
         assert_eq!(ProviderId::parse("hcloud://bm-9"), Ok(ProviderId::LegacyRobot(9)));
         assert_eq!(ProviderId::parse("hrobot://7"), Ok(ProviderId::Robot(7)));
+    }
+
+    #[test]
+    fn leading_zeros_parse_like_the_official_ccm_and_canonicalize_away() {
+        assert_eq!(ProviderId::parse("hcloud://007"), Ok(ProviderId::Cloud(ServerId(7))));
+        assert_eq!(ProviderId::parse("hrobot://0042"), Ok(ProviderId::Robot(42)));
+        for (written, canonical) in [
+            ("hcloud://007", "hcloud://7"),
+            ("hcloud://7", "hcloud://7"),
+            ("hrobot://0042", "hrobot://42"),
+            ("hcloud://bm-09", "hrobot://9"),
+        ] {
+            assert_eq!(ProviderId::parse(written).expect("parses").canonical().to_string(), canonical, "{written}");
+        }
     }
 
     #[test]

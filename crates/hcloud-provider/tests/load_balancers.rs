@@ -225,6 +225,82 @@ async fn a_managed_certificate_is_created_once_with_the_service_label() {
     assert_eq!(s.h.request_count("POST /v1/certificates"), 1, "created once");
 }
 
+/// New `http-managed-certificate-domains`: one list and one create; the port keeps the issued
+/// certificate until the new one is issued, then one `update_service` and the old one's
+/// delete (again at a later sync while the update still runs); a failed issuance is reported
+/// and keeps the issued one. Unchanged syncs send nothing.
+#[tokio::test]
+async fn a_managed_certificate_domain_change_switches_once_issued() {
+    let s = setup().await;
+    let svc = |domains: &'static str| {
+        service(
+            &[(a::PROTOCOL, "https"), (a::CERTIFICATE_TYPE, "managed"), (a::HTTP_MANAGED_CERTIFICATE_DOMAINS, domains)],
+            &[(443, "TCP", 30443)],
+        )
+    };
+    let port_certs = |s: &Setup| only_lb(&s.h).services[0].http.as_ref().map(|h| h.certificates.clone()).unwrap();
+    s.lbs.ensure_load_balancer("k", &svc("a.example.com"), &[]).await.expect("ensure");
+    settle(&s).await;
+    let old = port_certs(&s)[0];
+
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc("b.example.com"), &[]).await.expect("new domains");
+    assert_eq!(sent(&s.h), vec!["GET /v1/certificates", "POST /v1/certificates"]);
+    assert_eq!(port_certs(&s), vec![old], "the issued certificate stays while the new one is issued");
+    assert_eq!(s.events.with_reason("ManagedCertificateIssuing").len(), 1);
+    let new = s.h.snapshot().certificates.iter().find(|c| c.domain_names == ["b.example.com"]).map(|c| c.id).unwrap();
+
+    s.h.finish_all_actions();
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc("b.example.com"), &[]).await.expect("issued");
+    assert_eq!(
+        sent(&s.h),
+        vec![
+            "GET /v1/certificates",
+            "POST /v1/load_balancers/{id}/actions/update_service",
+            "DELETE /v1/certificates/{id}"
+        ]
+    );
+    settle(&s).await;
+    assert_eq!(port_certs(&s), vec![new]);
+    if s.h.snapshot().certificates.iter().any(|c| c.id == old) {
+        // The delete met the running update_service: a later sync deletes it.
+        s.h.reset_requests();
+        s.lbs.ensure_load_balancer("k", &svc("b.example.com"), &[]).await.expect("retire");
+        assert_eq!(sent(&s.h), vec!["DELETE /v1/certificates/{id}"]);
+    }
+    assert_eq!(s.h.snapshot().certificates.iter().map(|c| c.id).collect::<Vec<_>>(), vec![new]);
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc("b.example.com"), &[]).await.expect("unchanged");
+    assert_eq!(s.h.request_counts().total, 0, "nothing changed: no request at all");
+
+    s.h.fail_next_actions(hcloud_fake::control::ActionFailure {
+        count: 1,
+        command: Some("create_certificate".into()),
+        code: "dns_error".into(),
+        message: "no DNS record for c.example.com".into(),
+    });
+    s.lbs.ensure_load_balancer("k", &svc("c.example.com"), &[]).await.expect("bad domain");
+    s.h.finish_all_actions();
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc("c.example.com"), &[]).await.expect("failed issuance");
+    assert_eq!(sent(&s.h), vec!["GET /v1/certificates"]);
+    assert_eq!(port_certs(&s), vec![new], "the issued certificate stays");
+    let failed = s.events.with_reason("ManagedCertificateIssuanceFailed");
+    assert_eq!(
+        failed.last().map(|e| e.message.clone()).unwrap(),
+        format!(
+            "managed certificate ccm-managed-certificate-{UID} for c.example.com could not be issued: dns_error: no \
+             DNS record for c.example.com; the Load Balancer keeps certificate ccm-managed-certificate-{UID}-2 \
+             (b.example.com); set load-balancer.hetzner.cloud/http-managed-certificate-domains to domains whose DNS \
+             points to the Load Balancer, or delete certificate ccm-managed-certificate-{UID} to have it issued again"
+        )
+    );
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &svc("c.example.com"), &[]).await.expect("still failed");
+    assert_eq!(s.h.request_counts().total, 0, "a failed issuance costs no request per sync");
+}
+
 #[tokio::test]
 async fn private_network_with_private_ip_targets_and_private_ingress() {
     let (s, net) = setup_net().await;

@@ -154,6 +154,34 @@ async fn a_removed_robot_server_is_gone_only_after_a_direct_lookup() {
 }
 
 #[tokio::test]
+async fn a_robot_node_without_provider_id_missing_from_the_cached_list_is_confirmed_with_a_fresh_list() {
+    let f = fx(AddressFamily::Ipv4, true).await;
+    f.h.seed_robot_server(&SeedRobotServer::new("bm-a")).unwrap();
+    assert!(f.i.instance_exists(&node("bm-a", None)).await.expect("exists"));
+    assert_eq!(robot_lists(&f.h), 1);
+
+    // A server added after the list was cached: the cached list misses it, the cloud has no
+    // server of that name, but it exists — the Node must not be reported gone.
+    f.h.seed_robot_server(&SeedRobotServer::new("bm-new")).unwrap();
+    assert!(f.i.instance_exists(&node("bm-new", None)).await.expect("exists"), "a fresh list finds it");
+    assert_eq!(robot_lists(&f.h), 2, "the miss was confirmed with one fresh list");
+    // The fresh list is the cache now: later lookups within the cache period cost nothing.
+    assert!(f.i.instance_exists(&node("bm-new", None)).await.expect("exists"));
+    assert_eq!(robot_lists(&f.h), 2);
+
+    // Truly absent: "gone" only after a fresh list misses it too.
+    assert!(!f.i.instance_exists(&node("bm-gone", None)).await.expect("answer"));
+    assert_eq!(robot_lists(&f.h), 3, "the absence was confirmed with a fresh list");
+
+    // The confirming read fails: an error (the lifecycle controller keeps the Node), never "gone".
+    f.h.inject_robot_fault(FaultRule::error(Some("GET"), "/server", 503, "MAINTENANCE").times(1));
+    let e = f.i.instance_exists(&node("bm-gone", None)).await.expect_err("unconfirmed");
+    assert!(transient(&e), "{e}");
+    assert_eq!(robot_lists(&f.h), 4);
+    assert!(f.events.reasons().is_empty(), "{:?}", f.events.reasons());
+}
+
+#[tokio::test]
 async fn caph_guard_treats_a_renamed_server_as_not_the_nodes() {
     let f = fx(AddressFamily::Ipv4, true).await;
     let a = f.h.seed_robot_server(&SeedRobotServer::new("other-cluster-node")).unwrap();

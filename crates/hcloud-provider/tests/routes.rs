@@ -95,6 +95,15 @@ fn server_id(h: &FakeHandle, name: &str) -> u64 {
     h.snapshot().servers.iter().find(|s| s.name == name).map(|s| s.id).expect("server")
 }
 
+/// Adds a route to the network as another writer (not through `e.routes`, whose view it
+/// bypasses).
+async fn add_foreign_route(e: &Env, destination: &str, gateway: &str) {
+    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
+    let route =
+        hcloud_api::models::Route { destination: destination.parse().unwrap(), gateway: gateway.parse().unwrap() };
+    other.networks().add_route(NetworkId(e.net as i64), &route).await.expect("someone else's route");
+}
+
 #[tokio::test]
 async fn list_maps_gateways_to_servers_and_reports_the_rest_as_blackholes() {
     let e = env(Duration::ZERO).await;
@@ -124,41 +133,122 @@ async fn age(by: Duration) {
 }
 
 #[tokio::test]
-async fn an_unknown_gateway_inside_the_cluster_is_confirmed_with_one_fresh_list_before_it_is_a_blackhole() {
+async fn an_unknown_gateway_inside_the_cluster_is_confirmed_before_it_is_a_blackhole() {
     let e = env(Duration::ZERO).await;
     // A route inside the cluster CIDR via 10.0.0.8, which no server holds (yet).
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    let via_8 = hcloud_api::models::Route {
-        destination: "10.244.8.0/24".parse().unwrap(),
-        gateway: "10.0.0.8".parse().unwrap(),
-    };
-    other.networks().add_route(NetworkId(e.net as i64), &via_8).await.expect("route");
+    add_foreign_route(&e, "10.244.8.0/24", "10.0.0.8").await;
     // Fresh list (taken just now): a blackhole without a second list.
     let r = e.routes.list_routes(CLUSTER).await.unwrap();
     assert!(r.iter().find(|r| r.destination_cidr == "10.244.8.0/24").unwrap().blackhole);
     assert_eq!(e.h.request_count("GET /v1/servers"), 1);
-    // A new server takes 10.0.0.8. The snapshot is young: it does not know it yet, and says
-    // so (a controller deleting this blackhole now would be as wrong as the snapshot).
+    // A new server takes 10.0.0.8. The snapshot is young (younger than the confirmation
+    // age: no new list) and does not know it, but the network lists it as attached: one
+    // direct lookup finds it, so its route is not reported as a blackhole.
     e.h.seed_server(&SeedServer::new("node-new").network_ip(e.net, "10.0.0.8")).unwrap();
-    let r = e.routes.list_routes(CLUSTER).await.unwrap();
-    assert!(r.iter().find(|r| r.destination_cidr == "10.244.8.0/24").unwrap().blackhole);
-    assert_eq!(e.h.request_count("GET /v1/servers"), 1, "younger than the confirmation age: trusted");
-    // Older than the confirmation age (HCLOUD_SERVER_CACHE_MAX_AGE): one fresh list finds
-    // the new server, so its route is not reported as a blackhole.
-    age(Duration::from_secs(11)).await;
     let r = e.routes.list_routes(CLUSTER).await.unwrap();
     let route = r.iter().find(|r| r.destination_cidr == "10.244.8.0/24").unwrap();
     assert!(!route.blackhole, "{route:?}");
     assert_eq!(route.target_node, "node-new");
-    assert_eq!(e.h.request_count("GET /v1/servers"), 2);
-    // Every gateway in the cluster CIDR known: later lists cost no server list, and the
+    assert_eq!(e.h.request_count("GET /v1/servers"), 1, "younger than the confirmation age: no list");
+    assert_eq!(e.h.request_count("GET /v1/servers/{id}"), 1);
+    // Every gateway in the cluster CIDR known: later lists cost no server request, and the
     // foreign blackhole outside the cluster CIDR (192.168.0.0/24 via 10.0.0.99) is never
     // confirmed.
     age(Duration::from_secs(600)).await;
     let r = e.routes.list_routes(CLUSTER).await.unwrap();
     assert!(r.iter().find(|r| r.destination_cidr == "192.168.0.0/24").unwrap().blackhole);
-    assert_eq!(e.h.request_count("GET /v1/servers"), 2);
+    assert!(!r.iter().find(|r| r.destination_cidr == "10.244.8.0/24").unwrap().blackhole);
+    assert_eq!((e.h.request_count("GET /v1/servers"), e.h.request_count("GET /v1/servers/{id}")), (1, 1));
+    // An unknown gateway inside the cluster CIDR with a snapshot older than the confirmation
+    // age (HCLOUD_SERVER_CACHE_MAX_AGE): one fresh list; every attached server is in it, so
+    // the blackhole is confirmed without a lookup per server.
+    add_foreign_route(&e, "10.244.9.0/24", "10.0.0.9").await;
+    let r = e.routes.list_routes(CLUSTER).await.unwrap();
+    assert!(r.iter().find(|r| r.destination_cidr == "10.244.9.0/24").unwrap().blackhole);
+    assert_eq!((e.h.request_count("GET /v1/servers"), e.h.request_count("GET /v1/servers/{id}")), (2, 1));
     assert_eq!(e.inventory.stats().lists.get(), 2);
+}
+
+#[tokio::test]
+async fn a_live_server_a_paginated_list_missed_is_found_directly_and_its_route_is_no_blackhole() {
+    let e = env(Duration::ZERO).await;
+    // node-a, node-b, 48 others: 50 servers fill page 1; node-x (id 51) is alone on page 2.
+    e.h.seed_servers(&hcloud_fake::control::SeedServerBatch::new("filler-", 48)).unwrap();
+    e.h.seed_server(&SeedServer::new("node-x").network_ip(e.net, "10.0.0.51")).unwrap();
+    let x = server_id(&e.h, "node-x");
+    let filler = server_id(&e.h, "filler-1");
+    add_foreign_route(&e, "10.244.51.0/24", "10.0.0.51").await;
+    e.h.reset_requests();
+
+    // A server of page 1 is deleted after page 1 was answered and before page 2 is: node-x
+    // moves up to page 1, and the list has it on neither page.
+    e.h.inject_fault(FaultRule::latency(Some("GET"), "/servers", Duration::ZERO).times(1));
+    e.h.inject_fault(FaultRule::latency(Some("GET"), "/servers", Duration::from_millis(500)).times(1));
+    let h = e.h.clone();
+    let deleter = tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while h.request_count("GET /v1/servers") == 0 {
+            assert!(tokio::time::Instant::now() < deadline, "page 1 was never requested");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        h.delete_server(filler).unwrap();
+    });
+    let r = e.routes.list_routes(CLUSTER).await.expect("list");
+    deleter.await.unwrap();
+    assert_eq!(e.h.request_count("GET /v1/servers"), 2, "one list of two pages");
+
+    let route = r.iter().find(|r| r.destination_cidr == "10.244.51.0/24").expect("route");
+    assert!(!route.blackhole, "node-x lives: its route is no blackhole: {route:?}");
+    assert_eq!((route.target_node.as_str(), route.target_provider_id.clone()), ("node-x", format!("hcloud://{x}")));
+    assert_eq!(
+        e.h.request_count("GET /v1/servers/{id}"),
+        1,
+        "confirmed with one direct lookup of the one attached server the list lacked"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_confirmation_is_an_error_not_a_blackhole() {
+    let e = env(Duration::ZERO).await;
+    e.routes.list_routes(CLUSTER).await.expect("list");
+    // Attached after the (young) snapshot; its route's gateway is unknown to the snapshot.
+    e.h.seed_server(&SeedServer::new("node-y").network_ip(e.net, "10.0.0.12")).unwrap();
+    add_foreign_route(&e, "10.244.12.0/24", "10.0.0.12").await;
+    e.h.inject_fault(FaultRule::error(Some("GET"), "/servers/{id}", 403, "forbidden").times(1));
+    let err = e.routes.list_routes(CLUSTER).await.expect_err("the confirmation failed");
+    assert!(err.to_string().contains("to confirm a blackhole"), "{err}");
+    let r = e.routes.list_routes(CLUSTER).await.expect("list");
+    assert!(!r.iter().find(|r| r.destination_cidr == "10.244.12.0/24").unwrap().blackhole);
+}
+
+#[tokio::test]
+async fn a_gateway_no_attached_server_holds_is_a_blackhole_without_a_lookup_per_server() {
+    let e = env(Duration::ZERO).await;
+    e.h.seed_servers(&hcloud_fake::control::SeedServerBatch::new("filler-", 60)).unwrap();
+    let c = e.h.seed_server(&SeedServer::new("node-c").network_ip(e.net, "10.0.0.7")).unwrap();
+    add_foreign_route(&e, "10.244.7.0/24", "10.0.0.7").await;
+    e.h.delete_server(c).unwrap();
+    e.h.reset_requests();
+    let r = e.routes.list_routes(CLUSTER).await.expect("list");
+    assert!(r.iter().find(|r| r.destination_cidr == "10.244.7.0/24").unwrap().blackhole, "{r:?}");
+    assert_eq!(e.h.request_count("GET /v1/servers/{id}"), 0, "every attached server was in the list");
+    assert_eq!(e.h.request_count("GET /v1/servers"), 2, "one list (two pages)");
+}
+
+#[tokio::test]
+async fn provider_ids_are_compared_as_the_servers_they_name() {
+    let e = env(Duration::ZERO).await;
+    let a = server_id(&e.h, "node-a");
+    let listed = e.routes.list_routes(CLUSTER).await.expect("list");
+    assert!(listed.iter().all(|r| r.target_provider_id.is_empty() || !r.target_provider_id.contains("://0")));
+    // A kubelet started with --provider-id=hcloud://00<id> names the same server as the
+    // route the network reports for it.
+    let written = format!("hcloud://00{a}");
+    assert_eq!(e.routes.canonical_provider_id(&written), format!("hcloud://{a}"));
+    assert_eq!(e.routes.canonical_provider_id(&format!("hcloud://{a}")), format!("hcloud://{a}"));
+    assert_eq!(e.routes.canonical_provider_id("hcloud://bm-07"), "hrobot://7");
+    assert_eq!(e.routes.canonical_provider_id("aws:///x/i-1"), "aws:///x/i-1", "not ours: as it is");
+    assert_eq!(e.routes.canonical_provider_id("hcloud://x"), "hcloud://x");
 }
 
 #[tokio::test]
@@ -178,6 +268,16 @@ async fn bad_destinations_are_refused_before_any_request() {
             .await
             .unwrap_err();
         assert_eq!(err.reason(), reason, "{cidr}: {err}");
+        assert!(err.awaits_input_change(), "{cidr}: refused until the node's pod CIDR changes");
+    }
+    for (pid, reason) in [("hrobot://5", "RobotNotSupported"), ("hcloud://x", "InvalidProviderID")] {
+        let err = e
+            .routes
+            .create_route(CLUSTER, "uid", &route_for("node-a", pid, "10.244.1.0/24", "10.0.0.5"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), reason, "{pid}: {err}");
+        assert!(err.awaits_input_change(), "{pid}: refused until the node's providerID changes");
     }
     assert_eq!(requests(&e.h), before, "no request for a destination that cannot be routed");
     // Deleting outside the cluster CIDR is refused too: someone else's route stays.
@@ -272,12 +372,7 @@ async fn a_stale_view_is_corrected_with_one_reload() {
     let a = server_id(&e.h, "node-a");
     e.routes.list_routes(CLUSTER).await.unwrap();
     // Another writer adds the same destination via node-b behind our back.
-    let other = Client::builder(SecretString::from("o".repeat(64))).endpoint(e.base_url.clone()).build().unwrap();
-    let foreign = hcloud_api::models::Route {
-        destination: "10.244.1.0/24".parse().unwrap(),
-        gateway: "10.0.0.6".parse().unwrap(),
-    };
-    other.networks().add_route(NetworkId(e.net as i64), &foreign).await.expect("someone else's route");
+    add_foreign_route(&e, "10.244.1.0/24", "10.0.0.6").await;
     let to_a = route_for("node-a", &format!("hcloud://{a}"), "10.244.1.0/24", "10.0.0.5");
     let gets = e.h.request_count("GET /v1/networks/{id}");
     e.routes.create_route(CLUSTER, "uid", &to_a).await.expect("replaced after one reload");

@@ -47,12 +47,28 @@ pub struct ExecutionReport {
     pub create_failures: usize,
     /// Some failure was transient (outage, rate limit, busy network).
     pub transient: bool,
+    /// Failures (of either kind) the provider refused until their input changes
+    /// ([`CloudError::awaits_input_change`]): retrying them unchanged cannot succeed.
+    pub awaiting_change: usize,
 }
 
 impl ExecutionReport {
     /// True if every operation succeeded.
     pub fn complete(&self) -> bool {
         self.delete_failures == 0 && self.create_failures == 0
+    }
+
+    /// True if some failed operation may succeed when retried as it is (a failure other
+    /// than a refusal that waits for its input to change).
+    pub fn retry_may_help(&self) -> bool {
+        self.delete_failures + self.create_failures > self.awaiting_change
+    }
+
+    fn failed(&mut self, e: &CloudError) {
+        self.transient |= is_transient(e);
+        if e.awaits_input_change() {
+            self.awaiting_change += 1;
+        }
     }
 }
 
@@ -80,9 +96,9 @@ pub async fn execute<R: Routes, S: RouteSink>(
         for r in results {
             match r {
                 Ok(()) => report.deleted += 1,
-                Err(transient) => {
+                Err(e) => {
                     report.delete_failures += 1;
-                    report.transient |= transient;
+                    report.failed(&e);
                 }
             }
         }
@@ -103,6 +119,7 @@ pub async fn execute<R: Routes, S: RouteSink>(
             acc.created += r.created;
             acc.create_failures += r.create_failures;
             acc.transient |= r.transient;
+            acc.awaiting_change += r.awaiting_change;
             acc
         })
     };
@@ -118,13 +135,20 @@ pub async fn execute<R: Routes, S: RouteSink>(
         created: c.created,
         create_failures: c.create_failures,
         transient: d.transient || c.transient,
+        awaiting_change: d.awaiting_change + c.awaiting_change,
     }
 }
 
-/// Deletes one route; `Err(transient)` on failure (logged, as upstream does).
-async fn delete<R: Routes>(routes: &R, cluster_name: &str, route: &Route, permits: &Semaphore) -> Result<(), bool> {
+/// Deletes one route; the error on failure (logged, as upstream does).
+async fn delete<R: Routes>(
+    routes: &R,
+    cluster_name: &str,
+    route: &Route,
+    permits: &Semaphore,
+) -> Result<(), CloudError> {
     let started = Instant::now();
-    let _permit = permits.acquire().await.map_err(|_| false)?;
+    let _permit =
+        permits.acquire().await.map_err(|_| CloudError::failed("Stopped", "the route controller is stopping"))?;
     info!(route = %route.name, destination = %route.destination_cidr, target = %route.target_node, blackhole = route.blackhole, "deleting route");
     match routes.delete_route(cluster_name, route).await {
         Ok(()) => {
@@ -133,7 +157,7 @@ async fn delete<R: Routes>(routes: &R, cluster_name: &str, route: &Route, permit
         }
         Err(e) => {
             error!(route = %route.name, destination = %route.destination_cidr, after = ?started.elapsed(), error = %e, "could not delete route");
-            Err(is_transient(&e))
+            Err(e)
         }
     }
 }
@@ -167,7 +191,7 @@ async fn create_for_node<R: Routes, S: RouteSink>(
             }
             Err(e) => {
                 report.create_failures += 1;
-                report.transient |= is_transient(&e);
+                report.failed(&e);
                 failed.push(create.route.destination_cidr.clone());
                 sink.creation_failed(&node, create, started.elapsed(), &e).await;
             }

@@ -14,7 +14,10 @@
 //!              └ node done → NetworkUnavailable False/RouteCreated or True/NoRouteCreated
 //!                            (merge patch with resourceVersion, written only on change)
 //!           any operation failed → Err → retried with backoff (10 s doubling, up to the
-//!                                   resync period) — in watch mode too
+//!                                   resync period) — in watch mode too; failures the
+//!                                   provider refused until their input changes
+//!                                   (`CloudError::Refused`) alone → done: the node's
+//!                                   change or the resync brings the next reconcile
 //! ```
 //!
 //! Routes are only deleted inside the cluster CIDRs (`is_responsible_for_route`); routes of
@@ -47,8 +50,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use exec::{MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
-use plan::{PlannedCreate, condition_patch, plan_routes, update_needs_reconcile};
+use exec::{ExecutionReport, MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
+use plan::{PlannedCreate, condition_patch, plan_routes_matching, update_needs_reconcile};
 
 /// Upstream's name of this controller (queue, metrics, logs).
 pub const CONTROLLER_NAME: &str = "node-route-controller";
@@ -166,6 +169,36 @@ fn enqueue_paced(queue: &WorkQueue<String>, last_start: &Arc<Mutex<Option<Instan
             queue.add(KEY.to_owned());
         }
     });
+}
+
+/// What a reconcile that carried out `operations` comes to: done, or (watch mode) an error
+/// the queue retries with backoff. Failures the provider refused until their input changes
+/// alone are done: their Warning events were published, and a retry of the same input would
+/// be refused again (only costing the provider's reads); a change of the node enqueues the
+/// next reconcile, and so does the resync.
+pub fn reconcile_outcome(
+    mode: ReconcileMode,
+    operations: usize,
+    report: &ExecutionReport,
+) -> Result<Reconciled, RouteError> {
+    if report.complete() {
+        return Ok(Reconciled::ANSWERED);
+    }
+    let failed = report.delete_failures + report.create_failures;
+    if !report.retry_may_help() {
+        info!(failed, total = operations, "route operations refused until their nodes change; waiting for a change");
+        return Ok(Reconciled::ANSWERED);
+    }
+    match mode {
+        // Upstream's periodic mode: the next period retries.
+        ReconcileMode::Periodic { .. } => {
+            warn!(failed, total = operations, "some route operations failed; the next period retries them");
+            Ok(Reconciled::ANSWERED)
+        }
+        ReconcileMode::Watch { .. } => {
+            Err(RouteError::Incomplete { failed, total: operations, transient: report.transient })
+        }
+    }
 }
 
 /// The route controller.
@@ -289,7 +322,9 @@ impl<R: Routes> RouteReconciler<R> {
         *lock(&self.last_start) = Some(Instant::now());
         let routes = self.routes.list_routes(&self.config.cluster_name).await.map_err(RouteError::List)?;
         let nodes = self.store.state();
-        let plan = plan_routes(&nodes, &routes, &self.config.cluster_cidrs);
+        let plan = plan_routes_matching(&nodes, &routes, &self.config.cluster_cidrs, &|p| {
+            self.routes.canonical_provider_id(p)
+        });
         let operations = plan.deletions.len() + plan.creations();
         if operations == 0 {
             debug!(routes = routes.len(), nodes = nodes.len(), "routes in sync");
@@ -305,20 +340,7 @@ impl<R: Routes> RouteReconciler<R> {
         let report =
             execute(&*self.routes, &self.config.cluster_name, &plan, &nodes, self, MAX_CONCURRENT_ROUTE_OPERATIONS)
                 .await;
-        if report.complete() {
-            return Ok(Reconciled::ANSWERED);
-        }
-        let failed = report.delete_failures + report.create_failures;
-        match self.config.mode {
-            // Upstream's periodic mode: the next period retries.
-            ReconcileMode::Periodic { .. } => {
-                warn!(failed, total = operations, "some route operations failed; the next period retries them");
-                Ok(Reconciled::ANSWERED)
-            }
-            ReconcileMode::Watch { .. } => {
-                Err(RouteError::Incomplete { failed, total: operations, transient: report.transient })
-            }
-        }
+        reconcile_outcome(self.config.mode, operations, &report)
     }
 
     /// Writes the node's `NetworkUnavailable` condition if it changes, re-planned from a
@@ -359,7 +381,8 @@ impl<R: Routes> RouteSink for RouteReconciler<R> {
         self.events.warning(&reference, "FailedToCreateRoute", message).await;
         // A provider that names the cause of a misconfiguration gets its own reason too
         // (e.g. ClusterCIDRMisconfigured), so alerts on the provider's reasons work.
-        if let CloudError::Failed { reason, message, transient: false, .. } = error
+        if let CloudError::Failed { reason, message, transient: false, .. } | CloudError::Refused { reason, message } =
+            error
             && reason != "FailedToCreateRoute"
         {
             self.events.warning(&reference, reason, message.clone()).await;

@@ -3,8 +3,9 @@
 //!
 //! Semantics of upstream's `controllers/route/route_controller.go`, with these additions
 //! (each documented where it is decided):
-//! - a route is matched to its node by `target_provider_id` first, then by `target_node`
-//!   (routes survive node names that differ from instance names);
+//! - a route is matched to its node by `target_provider_id` first (compared in the
+//!   provider's canonical form), then by `target_node` (routes survive node names that
+//!   differ from instance names);
 //! - a route whose reported `gateway` is no longer one of its node's addresses is replaced
 //!   (`update`), like a route whose `TargetNodeAddresses` differ;
 //! - a node's pod CIDRs are de-duplicated before planning (upstream would create the same
@@ -17,6 +18,7 @@
 //!   Upstream tries at once, with the addresses the node does not have yet, and publishes a
 //!   `FailedToCreateRoute` warning for every new node.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -171,16 +173,33 @@ impl RoutePlan {
     }
 }
 
-/// Upstream `reconcile` without the I/O: which routes to delete and create.
+/// A provider's [`Routes::canonical_provider_id`](cloud_provider::Routes::canonical_provider_id).
+pub type CanonicalProviderId<'f> = &'f (dyn for<'a> Fn(&'a str) -> Cow<'a, str> + Sync);
+
+/// [`plan_routes_matching`] with provider IDs compared as they are written.
 pub fn plan_routes(nodes: &[Arc<Node>], routes: &[Route], cluster_cidrs: &[IpNet]) -> RoutePlan {
+    plan_routes_matching(nodes, routes, cluster_cidrs, &|p| Cow::Borrowed(p))
+}
+
+/// Upstream `reconcile` without the I/O: which routes to delete and create. Provider IDs
+/// are compared in the provider's canonical form (`canonical`), so a node whose
+/// `spec.providerID` is written differently from the ID the cloud reports still owns its
+/// routes (otherwise its route would be deleted and created again on every reconcile).
+pub fn plan_routes_matching(
+    nodes: &[Arc<Node>],
+    routes: &[Route],
+    cluster_cidrs: &[IpNet],
+    canonical: CanonicalProviderId<'_>,
+) -> RoutePlan {
     let by_name: HashMap<&str, &Node> = nodes.iter().map(|n| (name(n), n.as_ref())).collect();
-    let by_provider_id: HashMap<&str, &str> =
-        nodes.iter().filter(|n| !provider_id(n).is_empty()).map(|n| (provider_id(n), name(n))).collect();
+    let by_provider_id: HashMap<Cow<'_, str>, &str> =
+        nodes.iter().filter(|n| !provider_id(n).is_empty()).map(|n| (canonical(provider_id(n)), name(n))).collect();
 
     // Index the routes by the node they belong to (`None`: no known owner).
     let owner = |route: &Route| -> Option<String> {
-        if !route.target_provider_id.is_empty()
-            && let Some(node) = by_provider_id.get(route.target_provider_id.as_str())
+        let route_pid = canonical(&route.target_provider_id);
+        if !route_pid.is_empty()
+            && let Some(node) = by_provider_id.get(&route_pid)
         {
             return Some((*node).to_owned());
         }
@@ -191,7 +210,7 @@ pub fn plan_routes(nodes: &[Arc<Node>], routes: &[Route], cluster_cidrs: &[IpNet
         // different) is not that node's route.
         if let Some(node) = by_name.get(route.target_node.as_str()) {
             let pid = provider_id(node);
-            if !route.target_provider_id.is_empty() && !pid.is_empty() && pid != route.target_provider_id {
+            if !route_pid.is_empty() && !pid.is_empty() && canonical(pid) != route_pid {
                 return None;
             }
         }

@@ -28,7 +28,7 @@ use pretty_assertions::assert_eq;
 use super::exec::{ExecutionReport, RouteSink, execute};
 use super::plan::{
     NETWORK_UNAVAILABLE, PlannedCreate, RouteAction, condition_patch, is_responsible_for_route, parse_cidr_sloppy,
-    plan_routes, route_action, update_needs_reconcile,
+    plan_routes, plan_routes_matching, route_action, update_needs_reconcile,
 };
 use crate::testing::FakeRoutes;
 
@@ -122,7 +122,7 @@ fn now() -> Time {
 /// Upstream's `rc.reconcile(ctx, nodes, routes)` followed by `ListRoutes`, in our terms.
 async fn reconcile(fake: &FakeRoutes, nodes: &[Node], initial: &[Route], cluster_cidrs: &[IpNet]) -> Outcome {
     let nodes: Vec<Arc<Node>> = nodes.iter().cloned().map(Arc::new).collect();
-    let plan = plan_routes(&nodes, initial, cluster_cidrs);
+    let plan = plan_routes_matching(&nodes, initial, cluster_cidrs, &|p| fake.canonical_provider_id(p));
     let recorder = Recorder::default();
     let report = execute(fake, CLUSTER, &plan, &nodes, &recorder, 200).await;
     let done = recorder.done.lock().expect("lock").clone();
@@ -724,6 +724,23 @@ fn routes_are_matched_to_nodes_by_provider_id_first() {
     assert!(plan.deletions.is_empty() && plan.creations() == 0, "{plan:?}");
 }
 
+/// The provider says when two provider IDs name one instance (the fake: `fake://007` is
+/// `fake://7`); a route is matched to its node through that, not by the raw strings.
+#[tokio::test]
+async fn provider_ids_naming_the_same_instance_match_without_deleting_and_recreating_the_route() {
+    let mut n = node("k8s-worker-1", "01", &["10.120.0.0/24"], "10.0.1.1");
+    n.spec.as_mut().expect("spec").provider_id = Some("fake://007".to_owned());
+    // The cloud reports the instance's canonical ID and its own name for it.
+    let mut r = route("01", "server-7", "10.0.1.1", "10.120.0.0/24", false, false);
+    r.target_provider_id = "fake://7".to_owned();
+    let fake = FakeRoutes::with_routes(CLUSTER, std::slice::from_ref(&r));
+    let out = reconcile(&fake, &[n], std::slice::from_ref(&r), &cidrs(&["10.120.0.0/16"])).await;
+    assert_eq!(out.report, ExecutionReport::default(), "nothing deleted, nothing created: {:?}", fake.calls());
+    assert_eq!(fake.calls(), vec!["list-routes".to_owned()], "only the read-back");
+    assert_eq!(out.routes.len(), 1);
+    assert_eq!(condition(&out.nodes[0]).map(|c| c.status.as_str()), Some("False"), "the node's route exists");
+}
+
 #[test]
 fn routes_outside_the_cluster_cidrs_are_never_deleted() {
     let n = Arc::new(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.1"));
@@ -767,6 +784,47 @@ async fn failed_creations_are_reported_per_node_and_mark_only_that_node_unavaila
     assert!(out2.report.complete());
     let c = condition(&out2.nodes[0]).expect("condition");
     assert_eq!((c.status.as_str(), c.reason.as_deref()), ("False", Some("RouteCreated")));
+}
+
+/// A creation the provider refuses until the node changes is reported (the node's Warning,
+/// `NetworkUnavailable`) but not retried with backoff: the reconcile is done, and the next
+/// one comes with a change of the node or the resync.
+#[tokio::test]
+async fn a_refusal_until_the_node_changes_is_reported_but_not_retried_with_backoff() {
+    let watch = super::ReconcileMode::Watch { resync: Duration::from_secs(240) };
+    let n = node("node-1", "01", &["10.120.0.0/24", "10.120.9.0/24"], "10.0.1.1");
+    let fake = FakeRoutes::default();
+    fake.refuse_destinations.lock().expect("lock").push("10.120.9.0/24".to_owned());
+    let out = reconcile(&fake, std::slice::from_ref(&n), &[], &cidrs(&["10.120.0.0/16"])).await;
+    assert_eq!(
+        out.report,
+        ExecutionReport { created: 1, create_failures: 1, awaiting_change: 1, ..ExecutionReport::default() }
+    );
+    let failed = out.recorder.failed.lock().expect("lock").clone();
+    assert_eq!(failed.len(), 1);
+    assert_eq!((failed[0].0.as_str(), failed[0].1.as_str()), ("node-1", "10.120.9.0/24"));
+    assert_eq!(condition(&out.nodes[0]).map(|c| c.status.as_str()), Some("True"), "not every route exists");
+    let outcome = super::reconcile_outcome(watch, 2, &out.report);
+    assert!(
+        matches!(outcome, Ok(r) if r.requeue_after.is_none()),
+        "done, no backoff: {:?}",
+        outcome.map_err(|e| e.to_string())
+    );
+
+    // Next to a failure a retry may fix, the reconcile is retried with backoff as before.
+    *fake.fail_creates.lock().expect("lock") = 1;
+    let other = node("node-2", "02", &["10.120.2.0/24"], "10.0.2.1");
+    let out = reconcile(&fake, &[n, other], &fake.routes(CLUSTER), &cidrs(&["10.120.0.0/16"])).await;
+    assert_eq!(
+        out.report,
+        ExecutionReport { create_failures: 2, transient: true, awaiting_change: 1, ..ExecutionReport::default() }
+    );
+    let outcome = super::reconcile_outcome(watch, 2, &out.report);
+    assert!(
+        matches!(&outcome, Err(super::RouteError::Incomplete { failed: 2, total: 2, transient: true })),
+        "{:?}",
+        outcome.map_err(|e| e.to_string())
+    );
 }
 
 #[test]

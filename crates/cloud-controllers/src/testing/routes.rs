@@ -16,7 +16,9 @@ pub(crate) struct FakeRoute {
 ///
 /// Differences from upstream: a failed call does not make every later call fail (upstream
 /// keeps the error in `f.Err`, so after one failed create its `ListRoutes` fails forever);
-/// `fail_creates` fails the next creations with a transient error (a busy network).
+/// `fail_creates` fails the next creations with a transient error (a busy network);
+/// provider IDs `fake://<n>` have a canonical form (no leading zeros);
+/// `refuse_destinations` are refused until the node's route changes.
 #[derive(Default)]
 pub(crate) struct FakeRoutes {
     /// `RouteMap`, by route name.
@@ -27,6 +29,9 @@ pub(crate) struct FakeRoutes {
     pub fail_creates: Mutex<u32>,
     /// `ListRoutes` fails with this message while set.
     pub list_error: Mutex<Option<&'static str>>,
+    /// Destinations `CreateRoute` refuses until the route asked for changes (a value the
+    /// cloud cannot route).
+    pub refuse_destinations: Mutex<Vec<String>>,
 }
 
 impl FakeRoutes {
@@ -79,6 +84,12 @@ impl cloud_provider::Routes for FakeRoutes {
         route: &cloud_provider::Route,
     ) -> Result<(), CloudError> {
         self.add_call("create-route");
+        if self.refuse_destinations.lock().expect("lock").contains(&route.destination_cidr) {
+            return Err(CloudError::refused(
+                "FakeDestinationRefused",
+                format!("destination {} cannot be routed by this cloud", route.destination_cidr),
+            ));
+        }
         {
             let mut fail = self.fail_creates.lock().expect("lock");
             if *fail > 0 {
@@ -95,6 +106,17 @@ impl cloud_provider::Routes for FakeRoutes {
         stored.name = name.clone();
         map.insert(name, FakeRoute { cluster_name: cluster_name.to_owned(), route: stored });
         Ok(())
+    }
+
+    /// `fake://<n>`: the number without leading zeros (`fake://007` is `fake://7`).
+    fn canonical_provider_id<'a>(&self, provider_id: &'a str) -> std::borrow::Cow<'a, str> {
+        match provider_id.strip_prefix("fake://") {
+            Some(n) if n.len() > 1 && n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()) => {
+                let trimmed = n.trim_start_matches('0');
+                format!("fake://{}", if trimmed.is_empty() { "0" } else { trimmed }).into()
+            }
+            _ => provider_id.into(),
+        }
     }
 
     async fn delete_route(&self, cluster_name: &str, route: &cloud_provider::Route) -> Result<(), CloudError> {

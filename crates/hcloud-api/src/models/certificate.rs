@@ -49,6 +49,8 @@ pub struct CertificateStatus {
     pub issuance: String,
     /// `scheduled`, `pending`, `failed` or `unavailable`.
     pub renewal: String,
+    /// Why the last issuance or renewal failed.
+    pub error: Option<super::common::ActionError>,
 }
 
 /// Filters for listing certificates.

@@ -50,6 +50,21 @@ pub fn lb_service(name: &str, annotations: &[(&str, &str)], ports: &[i32]) -> Se
     test_harness::load_balancer_service(name, annotations, ports)
 }
 
+/// Creates the Service.
+pub async fn create(api: &Api<Service>, svc: &Service) -> Service {
+    api.create(&PostParams::default(), svc).await.expect("create service")
+}
+
+/// Waits until the Service has an ingress and returns it.
+pub async fn ensured(api: &Api<Service>, name: &str) -> Service {
+    test_harness::wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| {
+        s.is_some_and(|s| !ingress(s).is_empty())
+    })
+    .await
+    .expect("ingress")
+    .expect("service")
+}
+
 /// Seeds a server per name (in `network` if given) and registers an initialized Node for it
 /// (providerID set, no uninitialized taint). Returns (server id, node name).
 pub async fn server_nodes(
@@ -147,4 +162,27 @@ pub fn node_ports(svc: &Service) -> Vec<(u16, u16)> {
 pub async fn delete_node(env: &Env, name: &str) {
     let nodes: Api<Node> = Api::all(env.client.clone());
     nodes.delete(name, &DeleteParams::default()).await.expect("delete node");
+}
+
+/// How many times the Service's Load Balancer was ensured (the aggregated events' count).
+pub async fn ensured_count(env: &Env, name: &str) -> i32 {
+    test_harness::events_for(&env.client, "Service", name)
+        .await
+        .map(|events| events.iter().filter(|e| e.reason == "EnsuredLoadBalancer").map(|e| e.count).sum())
+        .unwrap_or(0)
+}
+
+/// Touches the Service (an unrelated annotation), waits until it was ensured again, and
+/// returns the Hetzner requests that sync sent.
+pub async fn requests_of_an_unchanged_sync(env: &Env, api: &Api<Service>, name: &str) -> Vec<String> {
+    let h = env.fake.handle();
+    wait_until(REACT, "the Service was ensured", async || ensured_count(env, name).await >= 1).await.expect("ensured");
+    let before = ensured_count(env, name).await;
+    let requests = h.request_log().len();
+    let body = serde_json::json!({"metadata": {"annotations": {"example.com/touched": unique_name("t")}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&body)).await.expect("patch service");
+    wait_until(REACT, "the Service is ensured again", async || ensured_count(env, name).await > before)
+        .await
+        .expect("synced again");
+    h.request_log().into_iter().skip(requests).map(|r| r.endpoint).collect()
 }

@@ -104,7 +104,51 @@ annotations! {
     HEALTH_CHECK_HTTP_VALIDATE_CERTIFICATE = "health-check-http-validate-certificate";
     /// Comma-separated expected status codes of HTTP health checks.
     HTTP_STATUS_CODES = "http-status-codes";
+    /// Bool (hcloud-ccm only): with `externalTrafficPolicy: Local` and neither
+    /// `health-check-protocol` nor `health-check-port`, check kube-proxy's
+    /// `healthCheckNodePort` over HTTP on `/healthz`.
+    HEALTH_CHECK_LOCAL_ENDPOINTS = "health-check-local-endpoints";
+    /// Duration (hcloud-ccm only): a Warning when Hetzner reports a target unhealthy this
+    /// long; `0s` turns it off.
+    UNHEALTHY_TARGET_WARNING_AFTER = "unhealthy-target-warning-after";
+    /// Bool (hcloud-ccm only): targets and services hcloud-ccm did not add are kept.
+    KEEP_FOREIGN = "keep-foreign";
 }
+
+/// Per-port annotations are `load-balancer.hetzner.cloud/port.<port>.<option>`: `<port>` a TCP
+/// port of the Service (its `spec.ports[].port`, the Load Balancer's listen port), `<option>`
+/// the suffix of one of [`PER_PORT`]. They override the Service-wide annotation (and its
+/// `HCLOUD_LOAD_BALANCERS_*` default) for that port only.
+pub const PORT_PREFIX: &str = "load-balancer.hetzner.cloud/port.";
+
+/// The annotations a port can override (hcloud-ccm only; the official CCM has none).
+pub const PER_PORT: &[&str] = &[
+    PROTOCOL,
+    USES_PROXYPROTOCOL,
+    HTTP_CERTIFICATES,
+    HTTP_COOKIE_NAME,
+    HTTP_COOKIE_LIFETIME,
+    HTTP_REDIRECT_HTTP,
+    HTTP_STICKY_SESSIONS,
+    HTTP_TIMEOUT_IDLE,
+    HEALTH_CHECK_PROTOCOL,
+    HEALTH_CHECK_PORT,
+    HEALTH_CHECK_INTERVAL,
+    HEALTH_CHECK_TIMEOUT,
+    HEALTH_CHECK_RETRIES,
+    HEALTH_CHECK_HTTP_DOMAIN,
+    HEALTH_CHECK_HTTP_PATH,
+    HEALTH_CHECK_HTTP_VALIDATE_CERTIFICATE,
+    HTTP_STATUS_CODES,
+];
+
+/// The per-port form of `annotation` (one of [`PER_PORT`]) for `port`.
+pub fn port_annotation(port: u16, annotation: &str) -> String {
+    format!("{PORT_PREFIX}{port}.{}", annotation.trim_start_matches(PREFIX))
+}
+
+/// The annotations hcloud-ccm adds to the official CCM's (issue 20's opt-in features).
+pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER, KEEP_FOREIGN];
 
 /// The identity label the official CCM puts on Load Balancers (and managed certificates).
 pub const LABEL_SERVICE_UID: &str = "hcloud-ccm/service-uid";
@@ -139,6 +183,8 @@ impl fmt::Display for Invalid {
 /// Reads annotations, collecting problems.
 pub struct Reader<'a> {
     map: Option<&'a BTreeMap<String, String>>,
+    /// Reading for this port: its per-port annotations win over the Service-wide ones.
+    port: Option<u16>,
     /// Problems found so far.
     pub problems: Vec<Invalid>,
 }
@@ -148,17 +194,37 @@ const BOOL_ACCEPTED: &str = "accepted: true, false, 1, 0, t, f (Go ParseBool)";
 impl<'a> Reader<'a> {
     /// A reader over a Service's annotations.
     pub fn new(map: Option<&'a BTreeMap<String, String>>) -> Reader<'a> {
-        Reader { map, problems: Vec::new() }
+        Reader { map, port: None, problems: Vec::new() }
     }
 
-    /// The raw value, if the annotation is present (even if empty).
+    /// A reader for one port: each of [`PER_PORT`] is read from its per-port annotation when
+    /// that is present, else from the Service-wide one; problems name the annotation read.
+    pub fn for_port(map: Option<&'a BTreeMap<String, String>>, port: u16) -> Reader<'a> {
+        Reader { map, port: Some(port), problems: Vec::new() }
+    }
+
+    /// The per-port annotation that stands for `name` here, if this reader is for a port and
+    /// the Service sets it.
+    pub fn port_key(&self, name: &str) -> Option<String> {
+        let port = self.port?;
+        if !PER_PORT.contains(&name) {
+            return None;
+        }
+        let key = port_annotation(port, name);
+        self.map.is_some_and(|m| m.contains_key(&key)).then_some(key)
+    }
+
+    /// The raw value, if the annotation (or, for a port, its per-port form) is present (even
+    /// if empty).
     pub fn raw(&self, name: &str) -> Option<&'a str> {
-        self.map.and_then(|m| m.get(name)).map(String::as_str)
+        let key = self.port_key(name);
+        self.map.and_then(|m| m.get(key.as_deref().unwrap_or(name))).map(String::as_str)
     }
 
-    /// Records a problem with annotation `name`.
+    /// Records a problem with annotation `name` (its per-port form where that was read).
     pub fn invalid(&mut self, name: &str, value: &str, accepted: impl Into<String>) {
-        self.problems.push(Invalid::new(format!("annotation {name}"), value, accepted));
+        let key = self.port_key(name);
+        self.problems.push(Invalid::new(format!("annotation {}", key.as_deref().unwrap_or(name)), value, accepted));
     }
 
     /// A string value.
@@ -276,7 +342,8 @@ mod tests {
             "load-balancer.hetzner.cloud/health-check-http-validate-certificate"
         );
         assert_eq!(HTTP_STATUS_CODES, "load-balancer.hetzner.cloud/http-status-codes");
-        assert_eq!(ALL.len(), 39, "the 38 documented ones and the internal ACME staging switch");
+        assert_eq!(ALL.len() - OWN.len(), 39, "the 38 documented ones and the internal ACME staging switch");
+        assert!(OWN.iter().all(|own| ALL.contains(own)));
         assert!(ALL.iter().all(|a| a.starts_with(PREFIX)));
     }
 

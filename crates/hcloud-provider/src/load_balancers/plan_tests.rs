@@ -630,3 +630,36 @@ fn adoption_by_name_only_of_an_unlabelled_load_balancer_or_our_own() {
         assert!(e.to_string().contains("annotation load-balancer.hetzner.cloud/name"), "{e}");
     }
 }
+
+/// A Service written for the official CCM (Service-wide annotations only, several ports) gets
+/// exactly the create request it got before per-port annotations existed (the expected value
+/// was recorded with the code before them).
+#[test]
+fn official_ccm_service_with_several_ports_is_unchanged_by_per_port_support() {
+    let c = Case {
+        ports: vec![(80, "TCP", 30080), (443, "TCP", 30443), (53, "UDP", 30053)],
+        certs: vec![CertificateId(7)],
+        ..Case::with(&[
+            (a::LOCATION, "fsn1"),
+            (a::PROTOCOL, "https"),
+            (a::HTTP_CERTIFICATES, "7"),
+            (a::USES_PROXYPROTOCOL, "true"),
+            (a::HTTP_REDIRECT_HTTP, "true"),
+            (a::HEALTH_CHECK_INTERVAL, "5s"),
+            (a::HEALTH_CHECK_HTTP_PATH, "/ready"),
+        ])
+    };
+    let spec = c.spec();
+    assert_eq!(spec.status.ip_mode, cloud_provider::IpMode::Proxy);
+    let (req, _) = c.create(&lb_type("lb11", 25)).expect("create");
+    let service = |listen: u16, dest: u16| {
+        json!({"protocol": "https", "listen_port": listen, "destination_port": dest, "proxyprotocol": true,
+               "health_check": {"protocol": "http", "port": dest, "interval": 5, "timeout": 10, "retries": 3,
+                                "http": {"path": "/ready", "status_codes": ["2??", "3??"], "tls": true}},
+               "http": {"certificates": [7], "redirect_http": true, "sticky_sessions": false}})
+    };
+    assert_eq!(json_of(&req.services), json!([service(80, 30080), service(443, 30443)]));
+}
+
+#[path = "ownership_plan_tests.rs"]
+mod ownership_plan_tests;

@@ -1,6 +1,6 @@
 //! One Load Balancer service per Service port: listen on the port, forward to its NodePort,
 //! with the Service-wide protocol, PROXY protocol, HTTP options, certificates and health
-//! check. Pure: the desired service, the body that adds it, and the `update_service` body
+//! check, or the port's own where per-port annotations set them. Pure: the desired service, the body that adds it, and the `update_service` body
 //! that fixes an observed service — or `None` when it already matches, so nothing is sent.
 //!
 //! Settings the annotations and variables leave unset are not compared and keep the API's
@@ -11,7 +11,9 @@ use hcloud_api::models::{
     UpdateServiceRequest,
 };
 
-use super::spec::{HealthProtocol, LbSpec};
+use std::collections::BTreeMap;
+
+use super::spec::{HealthProtocol, HealthSpec, HttpSpec, LbSpec};
 
 /// The API's health check defaults (used where nothing is configured and the API needs a value).
 pub const DEFAULT_INTERVAL: u32 = 15;
@@ -92,24 +94,48 @@ pub struct DesiredService {
 
 /// The desired services of `spec`, with `certificates` resolved to ids.
 pub fn desired_services(spec: &LbSpec, certificates: &[CertificateId]) -> Vec<DesiredService> {
-    let mut certs = certificates.to_vec();
+    desired_services_by_port(spec, certificates, &BTreeMap::new())
+}
+
+fn sorted(ids: &[CertificateId]) -> Vec<CertificateId> {
+    let mut certs = ids.to_vec();
     certs.sort();
     certs.dedup();
+    certs
+}
+
+/// The desired services of `spec`: the Service-wide `certificates` resolved to ids, and those
+/// of the ports with their own `http-certificates` in `port_certificates`.
+pub fn desired_services_by_port(
+    spec: &LbSpec,
+    certificates: &[CertificateId],
+    port_certificates: &BTreeMap<u16, Vec<CertificateId>>,
+) -> Vec<DesiredService> {
+    let shared = sorted(certificates);
     spec.ports
         .iter()
         .map(|p| {
-            let http = match spec.protocol {
+            let own = spec.port_settings.get(&p.port);
+            let (protocol, proxyprotocol, http_spec, h): (&LbProtocol, Option<bool>, &HttpSpec, &HealthSpec) = match own
+            {
+                Some(s) => (&s.protocol, s.proxyprotocol, &s.http, &s.health),
+                None => (&spec.protocol, spec.proxyprotocol, &spec.http, &spec.health),
+            };
+            let certs = match own.and_then(|s| s.certificates.as_ref()) {
+                Some(_) => sorted(port_certificates.get(&p.port).map(Vec::as_slice).unwrap_or_default()),
+                None => shared.clone(),
+            };
+            let http = match protocol {
                 LbProtocol::Http | LbProtocol::Https => Some(DesiredHttp {
-                    cookie_name: spec.http.cookie_name.clone(),
-                    cookie_lifetime: spec.http.cookie_lifetime,
-                    certificates: if spec.protocol == LbProtocol::Https { certs.clone() } else { Vec::new() },
-                    redirect_http: spec.http.redirect_http,
-                    sticky_sessions: spec.http.sticky_sessions,
-                    timeout_idle: spec.http.timeout_idle,
+                    cookie_name: http_spec.cookie_name.clone(),
+                    cookie_lifetime: http_spec.cookie_lifetime,
+                    certificates: if *protocol == LbProtocol::Https { certs } else { Vec::new() },
+                    redirect_http: http_spec.redirect_http,
+                    sticky_sessions: http_spec.sticky_sessions,
+                    timeout_idle: http_spec.timeout_idle,
                 }),
                 _ => None,
             };
-            let h = &spec.health;
             let health = DesiredHealth {
                 protocol: if h.protocol == HealthProtocol::Tcp { LbProtocol::Tcp } else { LbProtocol::Http },
                 port: h.port.unwrap_or(p.node_port),
@@ -126,8 +152,8 @@ pub fn desired_services(spec: &LbSpec, certificates: &[CertificateId]) -> Vec<De
             DesiredService {
                 listen_port: p.port,
                 destination_port: p.node_port,
-                protocol: spec.protocol.clone(),
-                proxyprotocol: spec.proxyprotocol,
+                protocol: protocol.clone(),
+                proxyprotocol,
                 http,
                 health,
             }

@@ -15,7 +15,10 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, Reader};
-use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults};
+use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults, UNHEALTHY_WARNING_SECONDS};
+use super::local_health::local_endpoints_health;
+pub use super::ports::PortSettings;
+use super::ports::{ip_mode, port_settings, ports_annotated};
 
 /// Where a new Load Balancer is created (create-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +168,7 @@ pub struct LbSpec {
     pub ipv4_rdns: Option<String>,
     /// Reverse DNS of the IPv6.
     pub ipv6_rdns: Option<String>,
-    /// Protocol of every port.
+    /// Protocol of every port (without a per-port annotation).
     pub protocol: LbProtocol,
     /// PROXY protocol of every port, if configured.
     pub proxyprotocol: Option<bool>,
@@ -177,12 +180,20 @@ pub struct LbSpec {
     pub health: HealthSpec,
     /// TCP ports, in Service order.
     pub ports: Vec<PortSpec>,
+    /// The settings of the ports named by per-port annotations (`port.<port>.<option>`);
+    /// every other port takes the Service-wide ones above. Empty for a Service written for
+    /// the official CCM.
+    pub port_settings: std::collections::BTreeMap<u16, PortSettings>,
     /// Ports with a protocol the Load Balancer cannot serve (`53/UDP`), skipped.
     pub unsupported_ports: Vec<String>,
     /// Which Nodes become targets.
     pub node_selector: LabelSelector,
     /// What the status shows.
     pub status: StatusSpec,
+    /// A Warning when a target is unhealthy this long (`None`: off).
+    pub unhealthy_target_warning_after: Option<std::time::Duration>,
+    /// Targets and services not recorded as hcloud-ccm's are kept (`super::ownership`).
+    pub keep_foreign: bool,
 }
 
 /// A Service whose annotations cannot be used; nothing was changed because of it.
@@ -224,7 +235,7 @@ pub fn leaving(svc: &Service) -> bool {
         || svc.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer")
 }
 
-const PROTOCOLS: &[&str] = &["tcp", "http", "https"];
+pub(super) const PROTOCOLS: &[&str] = &["tcp", "http", "https"];
 
 fn lb_protocol(p: &str) -> LbProtocol {
     match p {
@@ -331,19 +342,12 @@ impl LbSpec {
         let ipv4_rdns = r.string(a::IPV4_RDNS).filter(|s| !s.is_empty());
         let ipv6_rdns = r.string(a::IPV6_RDNS).filter(|s| !s.is_empty());
 
-        let protocol = lb_protocol(r.choice(a::PROTOCOL, PROTOCOLS).unwrap_or("tcp"));
-        let proxyprotocol = bool_or(&mut r, a::USES_PROXYPROTOCOL, defaults.uses_proxyprotocol);
-
-        let http = HttpSpec {
-            cookie_name: r.string(a::HTTP_COOKIE_NAME),
-            cookie_lifetime: r.seconds(a::HTTP_COOKIE_LIFETIME, 1, u32::MAX),
-            redirect_http: r.bool(a::HTTP_REDIRECT_HTTP),
-            sticky_sessions: r.bool(a::HTTP_STICKY_SESSIONS),
-            timeout_idle: r.seconds(a::HTTP_TIMEOUT_IDLE, 1, u32::MAX),
-        };
-
-        let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https);
+        let (protocol, proxyprotocol, http) = transport(&mut r, defaults);
+        // With per-port annotations, each port checks that it has a certificate if it needs one.
+        let per_port = ports_annotated(svc.metadata.annotations.as_ref());
+        let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https && !per_port);
         let health = health(&mut r, defaults, &protocol);
+        let health = local_endpoints_health(&mut r, svc, defaults, health);
 
         let mut ports = Vec::new();
         let mut unsupported_ports = Vec::new();
@@ -372,16 +376,39 @@ impl LbSpec {
             None => LabelSelector::default(),
         };
 
+        let port_settings = if per_port {
+            port_settings(svc.metadata.annotations.as_ref(), defaults, &ports, &certificates, &mut r.problems)
+        } else {
+            std::collections::BTreeMap::new()
+        };
+
         let status = StatusSpec {
             hostname: r.string(a::HOSTNAME).filter(|h| !h.is_empty()),
             ipv6: !bool_or(&mut r, a::IPV6_DISABLED, Some(defaults.disable_ipv6)).unwrap_or(false),
             private_ingress: !bool_or(&mut r, a::DISABLE_PRIVATE_INGRESS, Some(defaults.disable_private_ingress))
                 .unwrap_or(false),
-            ip_mode: if proxyprotocol == Some(true) { IpMode::Proxy } else { IpMode::Vip },
+            ip_mode: ip_mode(proxyprotocol, &ports, &port_settings),
         };
 
+        let (min, max) = UNHEALTHY_WARNING_SECONDS;
+        let unhealthy_target_warning_after = match r.raw(a::UNHEALTHY_TARGET_WARNING_AFTER) {
+            Some(_) => r.seconds(a::UNHEALTHY_TARGET_WARNING_AFTER, min, max),
+            None => defaults.unhealthy_target_warning_after,
+        }
+        .filter(|s| *s > 0)
+        .map(|s| std::time::Duration::from_secs(s.into()));
+
+        let keep_foreign = bool_or(&mut r, a::KEEP_FOREIGN, Some(defaults.keep_foreign)).unwrap_or(false);
+
         if !r.problems.is_empty() {
-            return Err(InvalidService { service, problems: r.problems });
+            let mut problems: Vec<Invalid> = Vec::with_capacity(r.problems.len());
+            for p in r.problems {
+                // A bad Service-wide value is read again for every port that inherits it.
+                if !problems.contains(&p) {
+                    problems.push(p);
+                }
+            }
+            return Err(InvalidService { service, problems });
         }
         Ok(LbSpec {
             service,
@@ -402,9 +429,12 @@ impl LbSpec {
             certificates,
             health,
             ports,
+            port_settings,
             unsupported_ports,
             node_selector,
             status,
+            unhealthy_target_warning_after,
+            keep_foreign,
         })
     }
 
@@ -412,6 +442,30 @@ impl LbSpec {
     pub fn default_certificate_name(uid: &str) -> String {
         format!("ccm-managed-certificate-{uid}")
     }
+}
+
+/// Protocol, PROXY protocol and HTTP options, read by `r` (Service-wide or for one port).
+pub(super) fn transport(r: &mut Reader<'_>, defaults: &LbDefaults) -> (LbProtocol, Option<bool>, HttpSpec) {
+    let protocol = lb_protocol(r.choice(a::PROTOCOL, PROTOCOLS).unwrap_or("tcp"));
+    let proxyprotocol = bool_or(r, a::USES_PROXYPROTOCOL, defaults.uses_proxyprotocol);
+    let http = HttpSpec {
+        cookie_name: r.string(a::HTTP_COOKIE_NAME),
+        cookie_lifetime: r.seconds(a::HTTP_COOKIE_LIFETIME, 1, u32::MAX),
+        redirect_http: r.bool(a::HTTP_REDIRECT_HTTP),
+        sticky_sessions: r.bool(a::HTTP_STICKY_SESSIONS),
+        timeout_idle: r.seconds(a::HTTP_TIMEOUT_IDLE, 1, u32::MAX),
+    };
+    (protocol, proxyprotocol, http)
+}
+
+/// Certificate ids (numbers) or names.
+pub(super) fn cert_refs(list: Vec<String>) -> Vec<CertRef> {
+    list.into_iter()
+        .map(|c| match c.parse::<i64>() {
+            Ok(id) => CertRef::Id(CertificateId(id)),
+            Err(_) => CertRef::Name(c),
+        })
+        .collect()
 }
 
 /// The annotation if present (problems recorded), else the default.
@@ -450,14 +504,7 @@ fn certificates(r: &mut Reader<'_>, uid: &str, https: bool) -> CertificateSpec {
         return CertificateSpec::Managed { name, domains, staging };
     }
     match r.list(a::HTTP_CERTIFICATES) {
-        Some(list) if !list.is_empty() => CertificateSpec::Uploaded(
-            list.into_iter()
-                .map(|c| match c.parse::<i64>() {
-                    Ok(id) => CertRef::Id(CertificateId(id)),
-                    Err(_) => CertRef::Name(c),
-                })
-                .collect(),
-        ),
+        Some(list) if !list.is_empty() => CertificateSpec::Uploaded(cert_refs(list)),
         other => {
             if https {
                 let value =
@@ -477,7 +524,7 @@ fn certificates(r: &mut Reader<'_>, uid: &str, https: bool) -> CertificateSpec {
     }
 }
 
-fn health(r: &mut Reader<'_>, defaults: &LbDefaults, service_protocol: &LbProtocol) -> HealthSpec {
+pub(super) fn health(r: &mut Reader<'_>, defaults: &LbDefaults, service_protocol: &LbProtocol) -> HealthSpec {
     let (min, max) = HEALTH_CHECK_SECONDS;
     let ann_protocol = r.choice(a::HEALTH_CHECK_PROTOCOL, PROTOCOLS);
     let port = r.int(a::HEALTH_CHECK_PORT, 1, 65535).and_then(|p| u16::try_from(p).ok());

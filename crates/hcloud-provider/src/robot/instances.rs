@@ -1,4 +1,5 @@
-//! The Robot half of [`HcloudInstances`]: existence (confirmed absences only), shutdown through
+//! The Robot half of [`HcloudInstances`]: existence (confirmed absences only: by number with
+//! `GET /server/{n}`, by name with a list requested for it), shutdown through
 //! the reset endpoint, metadata, the lookup by name across cloud and Robot, and the CAPH guard.
 
 use std::sync::Arc;
@@ -101,6 +102,23 @@ impl HcloudInstances {
             None => inv.fetch(number).await.map_err(|e| robot_error(&what, e))?,
         };
         Ok(found.and_then(|s| self.guard(node, s)).is_some())
+    }
+
+    /// A Node without providerID that neither the cached Robot list nor the cloud knows:
+    /// whether a Robot server of its name exists, from a list requested at or after `since`
+    /// (the lookup's start; usually one more `GET /server`). `false` only when that list
+    /// lacks it too; errors are errors. Without a Robot client, Robot is not asked.
+    pub(crate) async fn robot_exists_by_name(
+        &self,
+        node: &Node,
+        name: &str,
+        since: tokio::time::Instant,
+    ) -> Result<bool, CloudError> {
+        let Some(inv) = self.robot.as_ref().and_then(|r| r.inventory.as_ref()) else {
+            return Ok(false);
+        };
+        let what = format!("confirming that no Robot server is named {name:?} (node {})", node_name(node));
+        Ok(inv.by_name_listed_since(name, since).await.map_err(|e| robot_error(&what, e))?.is_some())
     }
 
     async fn robot_server(&self, node: &Node, number: u64) -> Result<RobotServer, CloudError> {

@@ -6,7 +6,8 @@
 //!  lookups (by number, by name) ──► RobotInventory::servers ── list younger than
 //!        │                            ROBOT_CACHE_TIMEOUT? ──► answer from memory
 //!        │                            else one GET /server (concurrent callers share it)
-//!  "absent" before a Node is deleted ──► confirmed by GET /server/{n} (never from the list alone)
+//!  "absent" before a Node is deleted ──► confirmed by GET /server/{n} (never from the list alone);
+//!                                         by name (no providerID yet): by a list requested now
 //!  shutdown ──► GET /reset/{n} (never cached)
 //!  every request ──► circuit: a RATE_LIMIT_EXCEEDED or 403 answer opens it for
 //!                    ROBOT_RATE_LIMIT_WAIT_TIME; meanwhile calls fail without a request
@@ -129,6 +130,26 @@ impl RobotInventory {
                 return Ok(list.clone());
             }
         }
+        self.list_now().await
+    }
+
+    /// Every server, from a list whose request started at or after `since` (a list taken
+    /// earlier, however young, is refreshed; concurrent refreshes share one request). What
+    /// confirms an absence by name, which has no single-server request.
+    pub async fn servers_listed_since(&self, since: Instant) -> Result<Arc<Vec<RobotServer>>, RobotError> {
+        let listed_since = |s: &State| s.list.as_ref().filter(|(at, _)| *at >= since).map(|(_, list)| list.clone());
+        if let Some(list) = listed_since(&self.lock()) {
+            return Ok(list);
+        }
+        let _guard = self.refresh.lock().await;
+        if let Some(list) = listed_since(&self.lock()) {
+            return Ok(list);
+        }
+        self.list_now().await
+    }
+
+    /// One `GET /server`; the answer becomes the cached list. Callers hold `refresh`.
+    async fn list_now(&self) -> Result<Arc<Vec<RobotServer>>, RobotError> {
         let at = Instant::now();
         let list = Arc::new(self.call(self.client.servers()).await?);
         debug!(servers = list.len(), "Robot server list refreshed");
@@ -145,7 +166,14 @@ impl RobotInventory {
 
     /// The server with this name, from the cached list.
     pub async fn by_name(&self, name: &str) -> Result<Option<RobotServer>, RobotError> {
-        Ok(self.servers().await?.iter().find(|s| s.server_name == name).cloned())
+        Ok(find_name(&self.servers().await?, name))
+    }
+
+    /// The server with this name from a list requested at or after `since` (to confirm an
+    /// absence before anything destructive: a by-name miss in an older list may be a server
+    /// added since).
+    pub async fn by_name_listed_since(&self, name: &str, since: Instant) -> Result<Option<RobotServer>, RobotError> {
+        Ok(find_name(&self.servers_listed_since(since).await?, name))
     }
 
     /// The server with this number from a direct `GET /server/{number}` (to confirm an
@@ -163,4 +191,8 @@ impl RobotInventory {
     pub async fn reset(&self, number: u64) -> Result<RobotReset, RobotError> {
         self.call(self.client.reset(number)).await
     }
+}
+
+fn find_name(servers: &[RobotServer], name: &str) -> Option<RobotServer> {
+    servers.iter().find(|s| s.server_name == name).cloned()
 }

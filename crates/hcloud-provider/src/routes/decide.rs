@@ -1,13 +1,13 @@
 //! Pure decisions of the Hetzner routes: the network's routes mapped to nodes, the checks a
 //! new route must pass before any request, and what an upsert comes down to. No I/O.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::{AddressType, CloudError, NodeAddress, Route};
-use hcloud_api::models::{NetworkId, Route as NetworkRoute, Server};
+use hcloud_api::models::{NetworkId, Route as NetworkRoute, Server, ServerId};
 use ipnet::IpNet;
 
 use crate::provider_id::CLOUD_PREFIX;
@@ -33,6 +33,36 @@ pub fn touches_cluster(cluster_cidrs: &[IpNet], destination: &IpNet) -> bool {
     cluster_cidrs.iter().any(|c| c.contains(&destination.network()) || c.contains(&destination.broadcast()))
 }
 
+/// True if some route inside the cluster CIDR has a gateway no server in `by_ip` holds: a
+/// blackhole the controller would delete, unless the gateway's server is found.
+pub fn unknown_gateway_inside(
+    routes: &[NetworkRoute],
+    by_ip: &HashMap<IpAddr, Arc<Server>>,
+    cluster_cidrs: &[IpNet],
+) -> bool {
+    routes.iter().any(|r| !by_ip.contains_key(&r.gateway) && touches_cluster(cluster_cidrs, &r.destination))
+}
+
+/// The servers to look up one by one before a route inside the cluster CIDR counts as a
+/// blackhole: those the network says are attached (its own, current list) but the server
+/// list lacks. A paginated list can miss a live server when another is deleted while its
+/// pages are fetched; a server holding a gateway in the network is attached to it, so once
+/// these are looked up every holder was seen. Empty if no gateway inside is unknown.
+pub fn blackhole_candidates(
+    routes: &[NetworkRoute],
+    by_ip: &HashMap<IpAddr, Arc<Server>>,
+    cluster_cidrs: &[IpNet],
+    attached: &[ServerId],
+    listed: &HashSet<ServerId>,
+) -> Vec<ServerId> {
+    if !unknown_gateway_inside(routes, by_ip, cluster_cidrs) {
+        return Vec::new();
+    }
+    let mut out: Vec<ServerId> = attached.iter().filter(|id| !listed.contains(id)).copied().collect();
+    out.dedup();
+    out
+}
+
 /// The network's route as the controller sees it. The gateway's server (from `by_ip`) is
 /// the target (its name, and `hcloud://<id>` so the controller matches it to the node by
 /// provider ID); no server holds the gateway → a blackhole.
@@ -51,19 +81,20 @@ pub fn to_cloud_route(r: &NetworkRoute, by_ip: &HashMap<IpAddr, Arc<Server>>) ->
 }
 
 /// A create's destination, checked before any request: an IPv4 CIDR inside the cluster
-/// CIDRs. Hetzner Cloud networks route IPv4 only (official CCM #1280); a route outside the
+/// CIDRs. A refusal ([`CloudError::Refused`]) lasts until the node's pod CIDR or the cluster
+/// CIDR changes, so the controller does not retry it with backoff. Hetzner Cloud networks route IPv4 only (official CCM #1280); a route outside the
 /// cluster CIDRs would never be cleaned up (routes outside are never touched), so it is
 /// refused with `ClusterCIDRMisconfigured` instead of leaking towards the network's limit.
 pub fn check_destination(route: &Route, cluster_cidrs: &[IpNet]) -> Result<IpNet, CloudError> {
     let node = &route.target_node;
     let destination: IpNet = route.destination_cidr.parse::<IpNet>().map(|n| n.trunc()).map_err(|_| {
-        CloudError::failed(
+        CloudError::refused(
             "InvalidRouteDestination",
             format!("route for node {node}: destination {:?} is not a CIDR", route.destination_cidr),
         )
     })?;
     if destination.addr().is_ipv6() {
-        return Err(CloudError::failed(
+        return Err(CloudError::refused(
             "IPv6RouteNotSupported",
             format!(
                 "route for node {node}: destination {destination} is IPv6, and Hetzner Cloud networks route IPv4 \
@@ -73,7 +104,7 @@ pub fn check_destination(route: &Route, cluster_cidrs: &[IpNet]) -> Result<IpNet
     }
     if !inside_cluster(cluster_cidrs, &destination) {
         let clusters: Vec<String> = cluster_cidrs.iter().map(ToString::to_string).collect();
-        return Err(CloudError::failed(
+        return Err(CloudError::refused(
             "ClusterCIDRMisconfigured",
             format!(
                 "route CIDR {destination} of node {node} is not contained within cluster CIDR {}: check \
@@ -229,6 +260,25 @@ mod tests {
     }
 
     #[test]
+    fn only_attached_servers_the_list_lacks_are_looked_up_and_only_for_unknown_gateways_inside() {
+        let clusters = [net("10.244.0.0/16")];
+        let by_ip = servers_by_private_ip(&[server(7, "node-a", 1, "10.0.0.7")], NetworkId(1));
+        let listed: HashSet<ServerId> = [ServerId(7), ServerId(8)].into();
+        let attached = [ServerId(7), ServerId(8), ServerId(9), ServerId(10)];
+        let known = [nr("10.244.1.0/24", "10.0.0.7"), nr("192.168.0.0/24", "10.0.0.99")];
+        assert!(!unknown_gateway_inside(&known, &by_ip, &clusters), "the unknown one is outside");
+        assert_eq!(blackhole_candidates(&known, &by_ip, &clusters, &attached, &listed), Vec::<ServerId>::new());
+        let unknown = [nr("10.244.1.0/24", "10.0.0.7"), nr("10.244.2.0/24", "10.0.0.9")];
+        assert!(unknown_gateway_inside(&unknown, &by_ip, &clusters));
+        assert_eq!(
+            blackhole_candidates(&unknown, &by_ip, &clusters, &attached, &listed),
+            vec![ServerId(9), ServerId(10)],
+            "attached, not listed"
+        );
+        assert_eq!(blackhole_candidates(&unknown, &by_ip, &clusters, &attached[..2], &listed), vec![]);
+    }
+
+    #[test]
     fn destinations_are_checked_before_any_request() {
         let clusters = [net("10.244.0.0/16")];
         assert_eq!(
@@ -246,7 +296,7 @@ mod tests {
             let e = check_destination(&node_route("n", cidr, &[]), &clusters).unwrap_err();
             assert_eq!(e.reason(), reason, "{cidr}");
             assert!(e.to_string().contains(needle), "{cidr}: {e}");
-            assert!(matches!(e, CloudError::Failed { transient: false, .. }), "{cidr}: a configuration problem");
+            assert!(e.awaits_input_change(), "{cidr}: refused until the node's pod CIDR (or --cluster-cidr) changes");
         }
         let e = check_destination(&node_route("n", "10.244.3.0/24", &[]), &[]).unwrap_err();
         assert!(e.to_string().contains("(none configured)"), "{e}");

@@ -5,7 +5,9 @@
 //!  list_routes ── GET /networks/{id} (the routes; kept as this provider's view)
 //!              └─ gateways → servers through the shared inventory (any snapshot younger
 //!                 than an hour; a gateway inside the cluster CIDR that no server holds is
-//!                 confirmed with a fresh list before it is reported as a blackhole)
+//!                 confirmed with a fresh list, then the servers the network says are
+//!                 attached but the list lacks are looked up one by one, before it is
+//!                 reported as a blackhole)
 //!  create_route ─ checks first, no request: IPv4 destination inside the cluster CIDR
 //!              ├─ target server by providerID (else node name), through the inventory
 //!              │  (cached; asked again once if it disagrees with the node): attached to
@@ -21,12 +23,14 @@
 
 pub mod decide;
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cloud_provider::{CloudError, Route, Routes};
-use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute, Server};
+use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute, Server, ServerId};
 use hcloud_api::{Client, Error, ErrorCode, PollPolicy};
 use ipnet::IpNet;
 use tokio::time::Instant;
@@ -35,10 +39,10 @@ use tracing::{debug, info, warn};
 use crate::instances::api_error;
 use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
-use crate::provider_id::ProviderId;
+use crate::provider_id::{ProviderId, ProviderIdError};
 use decide::{
-    ActionTiming, Upsert, check_destination, check_gateway, servers_by_private_ip, to_cloud_route, touches_cluster,
-    upsert,
+    ActionTiming, Upsert, blackhole_candidates, check_destination, check_gateway, servers_by_private_ip,
+    to_cloud_route, touches_cluster, unknown_gateway_inside, upsert,
 };
 
 /// How old the server list may be for mapping known gateways to servers. Gateways change
@@ -136,11 +140,17 @@ impl HcloudRoutes {
         }
         match ProviderId::parse(&route.target_provider_id) {
             Ok(ProviderId::Cloud(id)) => Ok(Lookup::Id(id)),
-            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::failed(
+            // Refusals until the node's providerID changes.
+            Ok(ProviderId::Robot(_) | ProviderId::LegacyRobot(_)) => Err(CloudError::refused(
                 "RobotNotSupported",
                 format!("node {node} is a Robot (dedicated) server: routes are only supported for cloud servers"),
             )),
-            Err(e) => Err(CloudError::failed("UnknownProviderIDPrefix", format!("node {node}: {e}"))),
+            Err(e @ ProviderIdError::UnknownPrefix(_)) => {
+                Err(CloudError::refused("UnknownProviderIDPrefix", format!("node {node}: {e}")))
+            }
+            Err(e @ ProviderIdError::InvalidId(_)) => {
+                Err(CloudError::refused("InvalidProviderID", format!("node {node}: {e}")))
+            }
         }
     }
 
@@ -300,13 +310,13 @@ impl Routes for HcloudRoutes {
             .await
             .map_err(|e| api_error("cannot list servers to map route gateways", e))?;
         let mut by_ip = servers_by_private_ip(&all.servers, self.config.network);
+        let cidrs = &self.config.cluster_cidrs;
         // A gateway no server holds is a blackhole, which the controller deletes inside the
-        // cluster CIDR: confirm with data at most `confirm_max_age` old first.
-        let unknown_inside = network
-            .routes
-            .iter()
-            .any(|r| !by_ip.contains_key(&r.gateway) && touches_cluster(&self.config.cluster_cidrs, &r.destination));
-        if unknown_inside && !all.listed && all.as_of.elapsed() > self.config.confirm_max_age {
+        // cluster CIDR: confirm with data at most `confirm_max_age` old first ...
+        if unknown_gateway_inside(&network.routes, &by_ip, cidrs)
+            && !all.listed
+            && all.as_of.elapsed() > self.config.confirm_max_age
+        {
             all = self
                 .inventory
                 .all(self.config.confirm_max_age)
@@ -315,6 +325,23 @@ impl Routes for HcloudRoutes {
             by_ip = servers_by_private_ip(&all.servers, self.config.network);
         }
         self.metrics.cache_lookup("routes", self.inventory.mode(), !all.listed);
+        // ... and look up directly the attached servers that list lacks (a list can miss a
+        // live server): only these candidates, and only while a gateway is still unknown.
+        let listed: HashSet<ServerId> = all.servers.iter().map(|s| s.id).collect();
+        for id in blackhole_candidates(&network.routes, &by_ip, cidrs, &network.servers, &listed) {
+            if !unknown_gateway_inside(&network.routes, &by_ip, cidrs) {
+                break;
+            }
+            let found = self.inventory.fetch(&Lookup::Id(id)).await.map_err(|e| {
+                api_error(&format!("cannot look up server {id}, attached to the network, to confirm a blackhole"), e)
+            })?;
+            if let Some(server) = found
+                && let Some(ip) = server.private_ip_in(self.config.network)
+            {
+                debug!(server = %id, %ip, "the server list missed a server attached to the network");
+                by_ip.insert(ip, server);
+            }
+        }
         Ok(network.routes.iter().map(|r| to_cloud_route(r, &by_ip)).collect())
     }
 
@@ -323,6 +350,15 @@ impl Routes for HcloudRoutes {
         let destination = check_destination(route, &self.config.cluster_cidrs)?;
         let (_, gateway) = self.target(route).await?;
         self.upsert(route, destination, gateway).await
+    }
+
+    /// `hcloud://007` and `hcloud://7` name one server (the official CCM parses both), and
+    /// `hcloud://bm-7` is `hrobot://7`: the parsed ID, written as this provider writes it.
+    fn canonical_provider_id<'a>(&self, provider_id: &'a str) -> Cow<'a, str> {
+        match ProviderId::parse(provider_id) {
+            Ok(parsed) => Cow::Owned(parsed.canonical().to_string()),
+            Err(_) => Cow::Borrowed(provider_id),
+        }
     }
 
     async fn delete_route(&self, _cluster_name: &str, route: &Route) -> Result<(), CloudError> {
