@@ -9,10 +9,13 @@ the HCL parser by scripts/provision-python-deploy; run this with that virtualenv
     $PY deploy/render.py check    # lint, render every variant, compare the static manifests
     $PY deploy/render.py json     # every variant's objects as JSON (the dry-run test reads it)
     $PY deploy/render.py hcl      # parse-check deploy/dev/*.tf (+ terraform fmt -check if present)
+    $PY deploy/render.py package DIR   # `helm package` the chart into DIR/hcloud-ccm-<version>.tgz
 
 The chart (deploy/chart/hcloud-ccm) is the one source of truth: the static manifests are its
 renders with the values in STATIC, and crates/test-harness/tests/deploy.rs fails when they
-drift. Every check prints one line; the last line is `RESULT passed=N failed=M`, and the exit
+drift. `check` also packages the chart (as a release does) and renders the archive: it must give
+the static manifests byte for byte; and the chart's version and appVersion must be the crate
+version of Cargo.toml, the one place a version is set (the image tag defaults to v<appVersion>). Every check prints one line; the last line is `RESULT passed=N failed=M`, and the exit
 status is non-zero when anything failed.
 """
 
@@ -23,9 +26,11 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 
-from helm_python.chart import Chart, lint, values_from_yaml
+from helm_python.chart import Chart, lint, package, values_from_yaml
 
 DEPLOY = Path(__file__).resolve().parent
 CHART = DEPLOY / "chart" / "hcloud-ccm"
@@ -102,9 +107,15 @@ HEADER = (
 )
 
 
-def render(values: dict) -> list[tuple[str, str]]:
+def crate_version() -> str:
+    """The workspace's version (Cargo.toml [workspace.package]), the one place it is set."""
+    with (DEPLOY.parent / "Cargo.toml").open("rb") as f:
+        return tomllib.load(f)["workspace"]["package"]["version"]
+
+
+def render(values: dict, chart_path: Path = CHART) -> list[tuple[str, str]]:
     """The chart's manifests for `values`: (template path, YAML) without empty ones or NOTES."""
-    chart = Chart.load(CHART)
+    chart = Chart.load(chart_path)
     out = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
     docs = []
     for path in sorted(out):
@@ -129,9 +140,9 @@ def split_docs(text: str) -> list[str]:
     return [d.strip("\n") + "\n" for d in meaningful]
 
 
-def static_text(values: dict) -> str:
+def static_text(values: dict, chart_path: Path = CHART) -> str:
     parts = [HEADER.format(release=RELEASE, namespace=NAMESPACE, values=json.dumps(values, sort_keys=True))]
-    for path, doc in render(values):
+    for path, doc in render(values, chart_path):
         parts.append(f"---\n# Source: {path.removeprefix('hcloud-ccm/')}\n{doc}")
     return "".join(parts)
 
@@ -192,6 +203,45 @@ def cmd_check() -> int:
             have == want,
             f"drifted; run `deploy/render.py write`:\n{diff[:4000]}",
         )
+    check_version_and_package(report)
+    return report.finish()
+
+
+def check_version_and_package(report: Report) -> None:
+    version = crate_version()
+    meta = Chart.load(CHART).metadata
+    for key in ("version", "appVersion"):
+        report.check(
+            f"Chart.yaml {key} is the crate version {version}",
+            meta.get(key) == version,
+            f"Chart.yaml has {key}: {meta.get(key)!r}; set it to Cargo.toml's [workspace.package] version {version!r}",
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            archive = Path(package(str(CHART), destination=tmp))
+        except Exception as e:  # noqa: BLE001
+            report.check("helm package", False, str(e))
+            return
+        report.check(f"helm package: {archive.name}", archive.name == f"hcloud-ccm-{version}.tgz", f"got {archive.name}")
+        for name, values in STATIC.items():
+            have = static_text(values, archive)
+            want = (DEPLOY / name).read_text()
+            report.check(
+                f"the packaged chart renders deploy/{name} byte for byte",
+                have == want,
+                "".join(difflib.unified_diff(want.splitlines(True), have.splitlines(True), name, archive.name, n=1))[:4000],
+            )
+
+
+def cmd_package(destination: str) -> int:
+    """`helm package` into `destination`, after the checks a release needs (version, renders)."""
+    report = Report()
+    check_version_and_package(report)
+    if report.failed:
+        return report.finish()
+    Path(destination).mkdir(parents=True, exist_ok=True)
+    archive = package(str(CHART), destination=destination)
+    print(f"wrote {archive}")
     return report.finish()
 
 
@@ -277,8 +327,10 @@ def cmd_hcl() -> int:
 
 def main() -> int:
     commands = {"write": cmd_write, "check": cmd_check, "json": cmd_json, "hcl": cmd_hcl}
+    if len(sys.argv) == 3 and sys.argv[1] == "package":
+        return cmd_package(sys.argv[2])
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        print(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}}", file=sys.stderr)
+        print(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}} | package DIR", file=sys.stderr)
         return 2
     return commands[sys.argv[1]]()
 

@@ -182,6 +182,15 @@ pub trait LoadBalancer: Send + Sync + 'static {
         cluster_name: &str,
         service: &Service,
     ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// The Node label keys the provider reads when it picks the service's backends among the
+    /// nodes it is given (for example a node selector the service configures). A change of one
+    /// of these labels on a node updates the service's load balancer like a node joining or
+    /// leaving does; changes of other labels cost nothing. Pure and cheap: it is asked on
+    /// every node label change. Default: none (upstream's behaviour).
+    fn node_label_keys(&self, _service: &Service) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Routes for pod CIDRs (upstream `Routes`).

@@ -28,18 +28,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready, set_ready};
 
-use common::{env_or, print_counts};
+use common::{env_or, print_counts, status_kib};
 
 const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
-
-/// A `/proc/<pid>/status` figure in KiB (`VmRSS`: now, `VmHWM`: peak).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(field)).map(str::to_owned))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
-}
 
 fn rss_kib(pid: u32) -> u64 {
     status_kib(pid, "VmRSS:")

@@ -25,12 +25,22 @@ fn env_help() -> String {
     s
 }
 
+/// `--version`: the crate version, the git commit and the build date (from `build.rs`).
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HCLOUD_CCM_VERSION_COMMIT"),
+    ", built ",
+    env!("HCLOUD_CCM_VERSION_DATE"),
+    ")"
+);
+
 /// hcloud-ccm: the Kubernetes cloud-controller-manager for Hetzner Cloud.
 #[derive(Debug, Clone, Parser)]
 // Like Go's flag package, a repeated flag overrides the earlier one.
 #[command(
     name = "hcloud-ccm",
-    version,
+    version = LONG_VERSION,
     about,
     args_override_self = true,
     mut_arg("cloud_provider", |a| a.help("Cloud provider name: hcloud")),
@@ -115,6 +125,32 @@ mod tests {
         ] {
             assert!(help.contains(needle), "{needle} missing from --help");
         }
+    }
+
+    #[test]
+    fn version_names_the_crate_version_the_commit_and_the_build_date() {
+        let err = Cli::try_parse_from(["hcloud-ccm", "--version"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
+        let text = err.render().to_string();
+        let rest =
+            text.trim_end().strip_prefix(concat!("hcloud-ccm ", env!("CARGO_PKG_VERSION"), " (commit ")).expect(&text);
+        let (commit, date) = rest.strip_suffix(')').and_then(|r| r.split_once(", built ")).expect(&text);
+        // The commit of this checkout (unless the build named one, or has no git at all).
+        let manifest_dir = env!("CARGO_MANIFEST_DIR");
+        let head = std::process::Command::new("git")
+            .args(["-C", manifest_dir, "rev-parse", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        match env!("HCLOUD_CCM_VERSION_COMMIT_SOURCE") {
+            "git" => assert_eq!(Some(commit), head.as_deref(), "build.rs did not rerun after HEAD moved"),
+            "none" => assert_eq!((commit, head), ("unknown", None)),
+            _ => assert!(!commit.is_empty(), "named by HCLOUD_CCM_GIT_COMMIT"),
+        }
+        // RFC 3339 UTC, e.g. 2025-01-31T12:00:00Z.
+        let shape: String = date.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }).collect();
+        assert_eq!(shape, "0000-00-00T00:00:00Z", "{date}");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! Everything generic lives in `cloud-controller-manager` (app layer), `cloud-controllers`
 //! and `controller-runtime`; this binary adds only what is Hetzner's.
 
+#[cfg(test)]
+mod build_date;
 mod cli;
 mod run;
 

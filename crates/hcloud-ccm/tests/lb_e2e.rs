@@ -11,8 +11,8 @@
 mod common;
 
 use common::lb::{
-    delete_node, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports, server_nodes,
-    target_servers, wait_lb,
+    create, delete_node, ensured, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports,
+    server_nodes, target_servers, wait_lb,
 };
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
@@ -22,18 +22,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use test_harness::{wait_for, wait_for_event};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
-
-async fn create(api: &Api<Service>, svc: &Service) -> Service {
-    api.create(&PostParams::default(), svc).await.expect("create service")
-}
-
-/// Waits until the Service has an ingress and returns it.
-async fn ensured(api: &Api<Service>, name: &str) -> Service {
-    wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| s.is_some_and(|s| !ingress(s).is_empty()))
-        .await
-        .expect("ingress")
-        .expect("service")
-}
 
 async fn patch(api: &Api<Service>, name: &str, patch: serde_json::Value) -> Service {
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch service")
@@ -182,20 +170,48 @@ async fn service_load_balancers_with_private_network() {
     assert!(ingress(&svc).iter().any(|(ip, _)| *ip == private));
 }
 
-/// `node-selector`: only matching Nodes become targets; relabelling follows? (Upstream only
-/// re-syncs on exclusion or providerID changes, so the selector is applied at each sync.)
+/// `node-selector`: only matching Nodes become targets, and relabelling a Node follows within
+/// seconds (the official CCM waits for an unrelated change); a label no selector looks at costs
+/// no request, one it looks at costs exactly the target change.
 #[tokio::test]
-async fn node_selector_picks_the_targets() {
+async fn node_selector_picks_the_targets_and_follows_node_labels() {
     let env = Env::start(FakeConfig::default()).await;
     let h = env.fake.handle();
     let (_ns, api) = fresh_namespace(&env).await;
     let workers = server_nodes(&env, &["lb-w1", "lb-w2"], None, &[("role", "worker")]).await;
-    server_nodes(&env, &["lb-edge"], None, &[("role", "edge")]).await;
+    let edge = server_nodes(&env, &["lb-edge"], None, &[("role", "edge")]).await;
     let _ccm = env.ccm(&[LOCATION], &[]).await;
     create(&api, &lb_service("sel", &[("load-balancer.hetzner.cloud/node-selector", "role=worker")], &[80])).await;
     let svc = ensured(&api, "sel").await;
     let lb = wait_lb(&h, &svc, "LB", |l| !l.targets.is_empty()).await;
     let mut want: Vec<u64> = workers.iter().map(|w| w.0).collect();
+    want.sort_unstable();
+    assert_eq!(target_servers(&lb), want);
+    h.finish_all_actions();
+    wait_for_event(&env.client, "Service", "sel", "EnsuredLoadBalancer", REACT).await.expect("ensured");
+
+    let before = h.request_counts();
+    let label = |k: &str, v: &str| serde_json::json!({"metadata": {"labels": {k: v}}});
+    // Read by no selector: nothing happens. Then one the selector reads: the edge Node joins.
+    env.nodes.patch("lb-w1", &PatchParams::default(), &Patch::Merge(&label("team", "a"))).await.expect("label");
+    env.nodes.patch("lb-edge", &PatchParams::default(), &Patch::Merge(&label("role", "worker"))).await.expect("label");
+    let lb = wait_lb(&h, &svc, "the relabelled Node joins", |l| target_servers(l).contains(&edge[0].0)).await;
+    assert_eq!(lb.targets.len(), 3);
+    wait_for_event(&env.client, "Service", "sel", "UpdatedLoadBalancer", REACT).await.expect("updated event");
+    let after = h.request_counts();
+    let writes: Vec<(String, u64)> = after
+        .by_endpoint
+        .iter()
+        .filter(|(k, _)| !k.starts_with("GET "))
+        .map(|(k, n)| (k.clone(), n - before.get(k)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(writes, [("POST /v1/load_balancers/{id}/actions/add_target".to_owned(), 1)], "{after:?}");
+    assert_eq!(after.get("GET /v1/load_balancers"), before.get("GET /v1/load_balancers"), "the list is not re-read");
+
+    env.nodes.patch("lb-w2", &PatchParams::default(), &Patch::Merge(&label("role", "edge"))).await.expect("label");
+    let lb = wait_lb(&h, &svc, "the relabelled Node leaves", |l| !target_servers(l).contains(&workers[1].0)).await;
+    let mut want = vec![workers[0].0, edge[0].0];
     want.sort_unstable();
     assert_eq!(target_servers(&lb), want);
 }

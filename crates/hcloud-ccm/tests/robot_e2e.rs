@@ -174,6 +174,9 @@ async fn a_name_of_both_a_cloud_and_a_robot_server_raises_an_event_and_no_guess(
     let node = env.nodes.get("twin").await.expect("node");
     assert!(tainted(&node) && provider_id(&node).is_none(), "no guess");
     assert!(ccm.is_running());
+    // The running CCM keeps retrying the twin's lookup; stop it so every request counted below
+    // would be the misconfigured one's.
+    ccm.stop().await.expect("stops");
 
     // Robot with routes, and half the credentials: reported together before anything starts.
     let before = h.request_counts().total;

@@ -6,14 +6,10 @@
 
 mod common;
 
-use common::{Env, REACT};
+use common::{Env, REACT, free_port};
 use hcloud_fake::FakeConfig;
 use hcloud_fake::control::SeedServer;
 use test_harness::{ChildProcess, NodeBuilder, unique_name, wait_for, wait_until};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
 
 struct Endpoints {
     plain: String,

@@ -88,6 +88,7 @@ mod process;
 mod provision;
 mod proxy;
 pub mod rbac;
+mod service;
 mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,6 +103,7 @@ pub use node::{NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TA
 pub use process::{ChildProcess, DEFAULT_STOP_GRACE};
 pub use provision::provisioned_path;
 pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
+pub use service::load_balancer_service;
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};
 
 /// `error` and its causes (its [`source`](std::error::Error::source) chain) joined by `: `,

@@ -8,7 +8,9 @@
 //!
 //! - [`chart_lints_renders_and_static_manifests_are_current`]: `helm lint --strict` and a render
 //!   of every values variant pass, bad values are refused with a message naming the key, and
-//!   `deploy/hcloud-ccm.yaml` / `-networks.yaml` equal the chart's render byte for byte.
+//!   `deploy/hcloud-ccm.yaml` / `-networks.yaml` equal the chart's render byte for byte; the
+//!   chart's version and appVersion are the crate version (Cargo.toml), and the chart packaged
+//!   with `helm package` renders both static manifests byte for byte too.
 //! - [`every_rendered_manifest_passes_server_side_dry_run`]: every object of every variant and
 //!   of both static manifests is sent to the real kube-apiserver as a server-side apply with
 //!   `dryRun=All` (what `kubectl apply --dry-run=server` does) and must be accepted, and the

@@ -14,10 +14,11 @@
 //!     then: status.loadBalancer patched only if it differs; errors: SyncLoadBalancerFailed,
 //!       backoff (a provider's `Retry` waits its delay)
 //!
-//!  Node informer ─ add / delete / (exclusion verdict or providerID changed) ─► WorkQueue "node"
-//!     ─► one worker: every cached load balancer whose set of (name, providerID) changed gets
-//!        update_load_balancer (UpdatedLoadBalancer / UpdateLoadBalancerFailed); failures are
-//!        retried by a full Service sync
+//!  Node informer ─ add / delete / (exclusion verdict or providerID changed) / a label some
+//!     cached Service's provider reads (`LoadBalancer::node_label_keys`) changed ─► WorkQueue
+//!     "node" ─► one worker: every cached load balancer whose set of (name, providerID, values
+//!        of the labels its provider reads) changed gets update_load_balancer (UpdatedLoadBalancer
+//!        / UpdateLoadBalancerFailed); failures are retried by a full Service sync
 //! ```
 //!
 //! Which Services: upstream's (type LoadBalancer without `spec.loadBalancerClass`), or, with
@@ -27,7 +28,9 @@
 //! Deliberate differences from upstream: every write carries the Service's UID (and the
 //! finalizer write its `resourceVersion`, re-planned on conflict); a Service deleted while it
 //! had no cleanup finalizer still gets its load balancer deleted (upstream ignores Service
-//! deletions and relies on the finalizer); a node sync and a Service sync never call the
+//! deletions and relies on the finalizer); a node label the provider reads for a Service's
+//! backends (e.g. a node selector) updates that load balancer when it changes (upstream waits
+//! for an unrelated change); a node sync and a Service sync never call the
 //! provider for the same load balancer at once; a status the API server normalised (dropped
 //! or defaulted `ipMode`) is not re-sent on every sync.
 
@@ -142,17 +145,6 @@ impl<L: LoadBalancer> ServiceController<L> {
                 q.add(service_key(svc));
             }
         });
-        let nq = node_queue.clone();
-        nodes.on_change(move |change| {
-            let enqueue = match change {
-                Change::Applied { old: Some(old), new } => should_sync_updated_node(old, new),
-                Change::Applied { old: None, .. } | Change::Deleted(_) => true,
-            };
-            if enqueue {
-                nq.add(NODE_SYNC_KEY);
-            }
-        });
-
         let syncer = Arc::new(ServiceSyncer::new(SyncerParts {
             balancer,
             cluster_name: config.cluster_name,
@@ -164,6 +156,18 @@ impl<L: LoadBalancer> ServiceController<L> {
             events: io.events(EVENT_COMPONENT),
             metrics: ServiceMetrics::default(),
         }));
+        let (nq, watcher) = (node_queue.clone(), syncer.clone());
+        nodes.on_change(move |change| {
+            let enqueue = match change {
+                Change::Applied { old: Some(old), new } => {
+                    should_sync_updated_node(old, new) || watcher.reads_changed_labels(old, new)
+                }
+                Change::Applied { old: None, .. } | Change::Deleted(_) => true,
+            };
+            if enqueue {
+                nq.add(NODE_SYNC_KEY);
+            }
+        });
         ServiceController {
             syncer,
             service_queue,

@@ -278,6 +278,54 @@ async fn test_nodes_not_equal() {
     }
 }
 
+/// A label the provider reads for the backends (`node_label_keys`) changes on a node: the
+/// load balancers are updated with the relabelled node; a change of any other label, or a
+/// provider that reads no labels, updates nothing (upstream's behaviour).
+#[tokio::test]
+async fn a_label_the_provider_reads_updates_the_backends() {
+    let node1 = named_node("node1");
+    let plain = Arc::new(make_node().name("node2"));
+    let edge = Arc::new(make_node().name("node2").set_label("role", "edge"));
+    let edge_other = Arc::new(make_node().name("node2").set_label("role", "edge").set_label("team", "a"));
+    let svc = new_service("s0", "LoadBalancer", vec![]);
+    let services = some(std::slice::from_ref(&svc));
+    let cases: Vec<(&str, Vec<String>, &Arc<Node>, &Arc<Node>, Vec<UpdateBalancerCall>)> = vec![
+        ("read label added", vec!["role".into()], &plain, &edge, vec![call(&svc, &[&node1, &edge])]),
+        ("read label removed", vec!["role".into()], &edge, &plain, vec![call(&svc, &[&node1, &plain])]),
+        ("another label changed", vec!["role".into()], &edge, &edge_other, vec![]),
+        ("provider reads no labels", vec![], &plain, &edge, vec![]),
+    ];
+    for (desc, keys, before, after, expected) in cases {
+        let c = TestController::new(Fake { node_label_keys: keys, ..Fake::default() }).await;
+        c.syncer.store_last_synced_nodes(&service_key(&svc), vec![node1.clone(), before.clone()]);
+        c.nodes.set(None, &[node1.clone(), after.clone()]);
+        c.syncer.update_load_balancer_hosts(&services, 1).await;
+        compare_update_calls(desc, &expected, &c.cloud.lb().update_calls);
+    }
+}
+
+/// The node informer's trigger: only a change of a label some cached load-balanced Service's
+/// provider reads starts a node sync.
+#[tokio::test]
+async fn only_labels_the_provider_reads_trigger_a_node_sync() {
+    let plain = make_node().name("node1");
+    let edge = make_node().name("node1").set_label("role", "edge");
+    let team = make_node().name("node1").set_label("team", "a");
+    let cached = |c: &TestController, svc: &Service| {
+        c.syncer.cache.set(&service_key(svc), super::CachedService { state: Some(Arc::new(svc.clone())) })
+    };
+
+    let c = TestController::new(Fake { node_label_keys: vec!["role".into()], ..Fake::default() }).await;
+    assert!(!c.syncer.reads_changed_labels(&plain, &edge), "no cached Service: nobody reads labels");
+    cached(&c, &new_service("np", "NodePort", vec![]));
+    assert!(!c.syncer.reads_changed_labels(&plain, &edge), "a Service without a load balancer reads nothing");
+    cached(&c, &new_service("s0", "LoadBalancer", vec![]));
+    assert!(c.syncer.reads_changed_labels(&plain, &edge), "role added");
+    assert!(c.syncer.reads_changed_labels(&edge, &plain), "role removed");
+    assert!(!c.syncer.reads_changed_labels(&plain, &team), "team is read by nobody");
+    assert!(!c.syncer.reads_changed_labels(&edge, &edge), "nothing changed");
+}
+
 /// Upstream's `lockedUpdateLoadBalancerHosts`: its events, and a failed update counts (the
 /// Service is retried) only while the load balancer still exists.
 #[tokio::test]

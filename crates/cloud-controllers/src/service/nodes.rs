@@ -116,10 +116,28 @@ pub fn should_sync_updated_node(old: &Node, new: &Node) -> bool {
 /// True if both sets hold the same nodes by name and provider ID (upstream
 /// `nodesSufficientlyEqual`): load balancers are updated only when this changes.
 pub fn nodes_sufficiently_equal(old: &[Arc<Node>], new: &[Arc<Node>]) -> bool {
-    fn distill(nodes: &[Arc<Node>]) -> BTreeMap<&str, &str> {
-        nodes.iter().map(|n| (name(n), provider_id(n))).collect()
+    nodes_equal_for_label_keys(old, new, &[])
+}
+
+/// [`nodes_sufficiently_equal`], and every node also has the same values of the labels
+/// `keys` (the keys the provider reads for this load balancer,
+/// `cloud_provider::LoadBalancer::node_label_keys`).
+pub fn nodes_equal_for_label_keys(old: &[Arc<Node>], new: &[Arc<Node>], keys: &[String]) -> bool {
+    fn distill<'a>(nodes: &'a [Arc<Node>], keys: &[String]) -> BTreeMap<&'a str, (&'a str, Vec<Option<&'a str>>)> {
+        nodes.iter().map(|n| (name(n), (provider_id(n), keys.iter().map(|k| label(n, k)).collect()))).collect()
     }
-    old.len() == new.len() && distill(old) == distill(new)
+    old.len() == new.len() && distill(old, keys) == distill(new, keys)
+}
+
+fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+/// The label keys added, removed or given another value from `old` to `new`, sorted.
+pub fn changed_label_keys(old: &Node, new: &Node) -> BTreeSet<String> {
+    let empty = BTreeMap::new();
+    let (o, n) = (old.metadata.labels.as_ref().unwrap_or(&empty), new.metadata.labels.as_ref().unwrap_or(&empty));
+    o.keys().chain(n.keys()).filter(|k| o.get(*k) != n.get(*k)).cloned().collect()
 }
 
 /// The node names for a log line or event (upstream `loggableNodeNames`): sorted, at most the

@@ -19,8 +19,8 @@ use super::cache::{CachedService, ServiceCache};
 use super::filter::wants_load_balancer;
 use super::metrics::ServiceMetrics;
 use super::nodes::{
-    NodeListError, NodeLister, STABLE_NODE_SET_PREDICATES, filter_with_predicates, list_with_predicates,
-    loggable_node_names, nodes_sufficiently_equal,
+    NodeListError, NodeLister, STABLE_NODE_SET_PREDICATES, changed_label_keys, filter_with_predicates,
+    list_with_predicates, loggable_node_names, nodes_equal_for_label_keys,
 };
 use super::plan::{
     Operation, StatusEcho, add_finalizer_patch, operation, remove_finalizer_patch, status_patch, to_kube_status,
@@ -442,6 +442,17 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         retry
     }
 
+    /// True if a label that changed from `old` to `new` is one the provider reads for the
+    /// backends of a cached Service's load balancer (a node sync is due).
+    pub fn reads_changed_labels(&self, old: &Node, new: &Node) -> bool {
+        let changed = changed_label_keys(old, new);
+        !changed.is_empty()
+            && self.cache.all_services().iter().flatten().any(|service| {
+                wants_load_balancer(service, self.class())
+                    && self.balancer.node_label_keys(service).iter().any(|k| changed.contains(k))
+            })
+    }
+
     /// Upstream `updateLoadBalancerHosts`.
     pub async fn update_load_balancer_hosts(
         &self,
@@ -485,7 +496,8 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             last.insert(key.clone(), new_nodes.clone());
             old
         };
-        if nodes_sufficiently_equal(&old_nodes, &new_nodes) {
+        let label_keys = self.balancer.node_label_keys(service);
+        if nodes_equal_for_label_keys(&old_nodes, &new_nodes, &label_keys) {
             return false;
         }
         match self.locked_update_load_balancer_hosts(service, &new_nodes).await {

@@ -15,8 +15,9 @@ use super::cache::{CachedService, ServiceCache};
 use super::filter::{needs_cleanup, needs_update, wants_load_balancer};
 use super::fixtures::*;
 use super::nodes::{
-    ALL_NODE_PREDICATES, NodePredicate, filter_with_predicates, list_with_predicates, loggable_node_names,
-    nodes_sufficiently_equal, respects_predicates, should_sync_updated_node,
+    ALL_NODE_PREDICATES, NodePredicate, changed_label_keys, filter_with_predicates, list_with_predicates,
+    loggable_node_names, nodes_equal_for_label_keys, nodes_sufficiently_equal, respects_predicates,
+    should_sync_updated_node,
 };
 use super::plan::{Operation, operation};
 
@@ -489,6 +490,31 @@ fn node_sets_are_equal_by_name_and_provider_id_only() {
     let excluded_now = Arc::new(make_node().name("a").set_label(EXCLUDE, "true"));
     let stable = &super::nodes::STABLE_NODE_SET_PREDICATES;
     assert_eq!(filter_with_predicates(&[excluded_now, b.clone()], stable), vec![b]);
+}
+
+#[test]
+fn node_sets_also_compare_the_label_values_the_provider_reads() {
+    let a = named_node("a");
+    let b_edge = Arc::new(make_node().name("b").set_label("role", "edge").set_label("team", "x"));
+    let b_worker = Arc::new(make_node().name("b").set_label("role", "worker").set_label("team", "x"));
+    let b_team = Arc::new(make_node().name("b").set_label("role", "edge").set_label("team", "y"));
+    let b_bare = Arc::new(make_node().name("b"));
+    let role = ["role".to_owned()];
+    let (edge, worker) = ([a.clone(), b_edge.clone()], [a.clone(), b_worker]);
+    assert!(!nodes_equal_for_label_keys(&edge, &worker, &role), "value changed");
+    assert!(!nodes_equal_for_label_keys(&edge, &[a.clone(), b_bare.clone()], &role), "label removed");
+    assert!(nodes_equal_for_label_keys(&edge, &[a.clone(), b_team.clone()], &role), "unread label");
+    assert!(nodes_equal_for_label_keys(&edge, &[a.clone(), b_bare], &[]), "no keys: upstream's comparison");
+    assert!(nodes_sufficiently_equal(&edge, &worker));
+}
+
+#[test]
+fn changed_label_keys_are_those_added_removed_or_changed() {
+    let old = make_node().set_label("keep", "1").set_label("change", "a").set_label("drop", "x");
+    let new = make_node().set_label("keep", "1").set_label("change", "b").set_label("add", "y");
+    let keys: Vec<String> = changed_label_keys(&old, &new).into_iter().collect();
+    assert_eq!(keys, ["add", "change", "drop"]);
+    assert!(changed_label_keys(&old, &old).is_empty());
 }
 
 #[test]

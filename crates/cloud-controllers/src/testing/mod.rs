@@ -141,6 +141,9 @@ pub(crate) struct Fake {
     pub ensure_call_cb: Option<CallCallback>,
     /// `UpdateCallCb`.
     pub update_call_cb: Option<CallCallback>,
+    /// The node label keys the fake reads for every Service's backends (not upstream's:
+    /// [`LoadBalancer::node_label_keys`]).
+    pub node_label_keys: Vec<String>,
     /// `ExistsByProviderID` (answer of `InstanceExists` and `InstanceExistsByProviderID`).
     pub exists_by_provider_id: bool,
     /// `ErrByProviderID` (error of the same two calls).
@@ -404,6 +407,10 @@ impl LoadBalancer for Fake {
             Some(e) => Err(e.to_cloud()),
             None => self.lb_result(()),
         }
+    }
+
+    fn node_label_keys(&self, _service: &Service) -> Vec<String> {
+        self.node_label_keys.clone()
     }
 
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, _service: &Service) -> Result<(), CloudError> {

@@ -26,6 +26,18 @@ pub enum Requirement {
 }
 
 impl Requirement {
+    /// The label key the requirement looks at.
+    pub fn key(&self) -> &str {
+        match self {
+            Requirement::Exists(k)
+            | Requirement::DoesNotExist(k)
+            | Requirement::In(k, _)
+            | Requirement::NotIn(k, _)
+            | Requirement::GreaterThan(k, _)
+            | Requirement::LessThan(k, _) => k,
+        }
+    }
+
     fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         match self {
             Requirement::Exists(k) => labels.contains_key(k),
@@ -64,6 +76,12 @@ impl LabelSelector {
     /// The requirements.
     pub fn requirements(&self) -> &[Requirement] {
         &self.requirements
+    }
+
+    /// The label keys the selector looks at, sorted, each once.
+    pub fn keys(&self) -> Vec<String> {
+        let keys: std::collections::BTreeSet<&str> = self.requirements.iter().map(Requirement::key).collect();
+        keys.into_iter().map(str::to_owned).collect()
     }
 
     /// Whether `labels` satisfy every requirement.
@@ -372,6 +390,13 @@ mod tests {
         assert!(sel("").is_empty());
         assert!(sel("  ").matches(&labels(&[("a", "b")])));
         assert!(sel("").matches(&labels(&[])));
+    }
+
+    #[test]
+    fn keys_are_every_key_looked_at_once() {
+        let s = sel("zone!=b,env in (prod),!excluded,env notin (dev),n>1,role");
+        assert_eq!(s.keys(), ["env", "excluded", "n", "role", "zone"]);
+        assert!(sel("").keys().is_empty());
     }
 
     #[test]

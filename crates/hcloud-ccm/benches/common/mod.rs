@@ -1,5 +1,5 @@
-//! Helpers shared by the benchmarks: knobs from the environment, free ports, medians, and the
-//! fake's request counts by endpoint.
+//! Helpers shared by the benchmarks: knobs from the environment, free ports, medians, the
+//! fake's request counts by endpoint, and `/proc` figures of a process.
 
 #![allow(dead_code, clippy::expect_used)]
 
@@ -35,4 +35,13 @@ pub fn print_counts(label: &str, h: &FakeHandle) -> u64 {
         println!("    {n:>6}  {endpoint}");
     }
     counts.total
+}
+
+/// A `/proc/<pid>/status` figure in KiB (`VmRSS:`: now, `VmHWM:`: peak); 0 if unreadable.
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
 }

@@ -1,13 +1,12 @@
 //! Set-up for Load Balancer end-to-end tests: a namespace per test, LoadBalancer Services,
 //! Nodes backed by servers of the fake, and waits on the fake's Load Balancers.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hcloud_fake::FakeHandle;
 use hcloud_fake::control::SeedServer;
 use hcloud_fake::wire::LoadBalancer;
-use k8s_openapi::api::core::v1::{Namespace, Node, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use test_harness::{NodeBuilder, unique_name, wait_until};
 
@@ -48,26 +47,22 @@ pub async fn fresh_namespace(env: &Env) -> (String, Api<Service>) {
 
 /// A `type: LoadBalancer` Service with `annotations` and TCP `ports`.
 pub fn lb_service(name: &str, annotations: &[(&str, &str)], ports: &[i32]) -> Service {
-    let mut svc = Service::default();
-    svc.metadata.name = Some(name.into());
-    svc.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
-    svc.spec = Some(ServiceSpec {
-        type_: Some("LoadBalancer".into()),
-        selector: Some(BTreeMap::from([("app".to_owned(), name.to_owned())])),
-        ports: Some(
-            ports
-                .iter()
-                .map(|p| ServicePort {
-                    name: Some(format!("p{p}")),
-                    port: *p,
-                    protocol: Some("TCP".into()),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-        ..Default::default()
-    });
-    svc
+    test_harness::load_balancer_service(name, annotations, ports)
+}
+
+/// Creates the Service.
+pub async fn create(api: &Api<Service>, svc: &Service) -> Service {
+    api.create(&PostParams::default(), svc).await.expect("create service")
+}
+
+/// Waits until the Service has an ingress and returns it.
+pub async fn ensured(api: &Api<Service>, name: &str) -> Service {
+    test_harness::wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| {
+        s.is_some_and(|s| !ingress(s).is_empty())
+    })
+    .await
+    .expect("ingress")
+    .expect("service")
 }
 
 /// Seeds a server per name (in `network` if given) and registers an initialized Node for it

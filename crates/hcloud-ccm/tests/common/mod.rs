@@ -134,6 +134,11 @@ impl Env {
     }
 }
 
+/// A TCP port on 127.0.0.1 that was free when we looked.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
 /// The value of a label.
 pub fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     node.metadata.labels.as_ref()?.get(key).map(String::as_str)

@@ -104,6 +104,15 @@ annotations! {
     HEALTH_CHECK_HTTP_VALIDATE_CERTIFICATE = "health-check-http-validate-certificate";
     /// Comma-separated expected status codes of HTTP health checks.
     HTTP_STATUS_CODES = "http-status-codes";
+    /// Bool (hcloud-ccm only): with `externalTrafficPolicy: Local` and neither
+    /// `health-check-protocol` nor `health-check-port`, check kube-proxy's
+    /// `healthCheckNodePort` over HTTP on `/healthz`.
+    HEALTH_CHECK_LOCAL_ENDPOINTS = "health-check-local-endpoints";
+    /// Duration (hcloud-ccm only): a Warning when Hetzner reports a target unhealthy this
+    /// long; `0s` turns it off.
+    UNHEALTHY_TARGET_WARNING_AFTER = "unhealthy-target-warning-after";
+    /// Bool (hcloud-ccm only): targets and services hcloud-ccm did not add are kept.
+    KEEP_FOREIGN = "keep-foreign";
 }
 
 /// Per-port annotations are `load-balancer.hetzner.cloud/port.<port>.<option>`: `<port>` a TCP
@@ -137,6 +146,9 @@ pub const PER_PORT: &[&str] = &[
 pub fn port_annotation(port: u16, annotation: &str) -> String {
     format!("{PORT_PREFIX}{port}.{}", annotation.trim_start_matches(PREFIX))
 }
+
+/// The annotations hcloud-ccm adds to the official CCM's (issue 20's opt-in features).
+pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER, KEEP_FOREIGN];
 
 /// The identity label the official CCM puts on Load Balancers (and managed certificates).
 pub const LABEL_SERVICE_UID: &str = "hcloud-ccm/service-uid";
@@ -330,7 +342,8 @@ mod tests {
             "load-balancer.hetzner.cloud/health-check-http-validate-certificate"
         );
         assert_eq!(HTTP_STATUS_CODES, "load-balancer.hetzner.cloud/http-status-codes");
-        assert_eq!(ALL.len(), 39, "the 38 documented ones and the internal ACME staging switch");
+        assert_eq!(ALL.len() - OWN.len(), 39, "the 38 documented ones and the internal ACME staging switch");
+        assert!(OWN.iter().all(|own| ALL.contains(own)));
         assert!(ALL.iter().all(|a| a.starts_with(PREFIX)));
     }
 

@@ -40,6 +40,15 @@ pub struct LbDefaults {
     pub lb_type: Option<String>,
     /// `HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL` (unset: not sent).
     pub uses_proxyprotocol: Option<bool>,
+    /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS` (hcloud-ccm only, default false):
+    /// `externalTrafficPolicy: Local` Services get kube-proxy's health check.
+    pub health_check_local_endpoints: bool,
+    /// `HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER` (hcloud-ccm only, unset or `0s`:
+    /// off), seconds: a Warning when a target is unhealthy this long.
+    pub unhealthy_target_warning_after: Option<u32>,
+    /// `HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN` (hcloud-ccm only, default false): targets and
+    /// services hcloud-ccm did not add are kept.
+    pub keep_foreign: bool,
 }
 
 /// What the `HCLOUD_LOAD_BALANCERS_*` variables mean (for `--help`).
@@ -71,6 +80,22 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", "Default health check timeout (Go duration, whole seconds)."),
     ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "Default health check retries (integer)."),
     (
+        "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS",
+        "hcloud-ccm only: Services with externalTrafficPolicy Local and no health-check-protocol/-port annotation \
+         are checked over HTTP on their healthCheckNodePort, path /healthz (kube-proxy). Default false.",
+    ),
+    (
+        "HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER",
+        "hcloud-ccm only: a Warning on the Service when Hetzner reports one of its targets unhealthy this long (Go \
+         duration, whole seconds; unset or 0s: off). Health is read from the Load Balancer list, at least every \
+         CACHE_MAX_AGE while a Service has it on.",
+    ),
+    (
+        "HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN",
+        "hcloud-ccm only: targets and services hcloud-ccm did not add (by hand, other tools) are kept; what it adds \
+         is recorded in hcloud-ccm.managed/* labels on the Load Balancer. Default false.",
+    ),
+    (
         "HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE",
         "hcloud-ccm only: how old the shared Load Balancer list may get before it is read again (default 5m).",
     ),
@@ -78,6 +103,9 @@ pub const ENV_HELP: &[(&str, &str)] = &[
 
 /// Health check intervals and timeouts the annotations and variables accept, in seconds.
 pub const HEALTH_CHECK_SECONDS: (u32, u32) = (1, 3600);
+
+/// Unhealthy-target warning times the annotation and variable accept, in seconds (0: off).
+pub const UNHEALTHY_WARNING_SECONDS: (u32, u32) = (0, 7 * 24 * 3600);
 
 /// The enablement switch, the defaults and the inventory max age, read through `var` (which
 /// yields `None` for unset or empty variables); problems are appended to `errors`.
@@ -90,9 +118,8 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
         }
         b
     };
-    let seconds = |errors: &mut Vec<String>, k: &str| -> Option<u32> {
+    let seconds_within = |errors: &mut Vec<String>, k: &str, (min, max): (u32, u32)| -> Option<u32> {
         let v = var(k)?;
-        let (min, max) = HEALTH_CHECK_SECONDS;
         match parse_go_duration(&v).map(|d| whole_seconds(d, min, max)) {
             Some(Ok(s)) => Some(s),
             Some(Err(why)) => {
@@ -105,6 +132,7 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
             }
         }
     };
+    let seconds = |errors: &mut Vec<String>, k: &str| seconds_within(errors, k, HEALTH_CHECK_SECONDS);
     let enabled = boolean(errors, "HCLOUD_LOAD_BALANCERS_ENABLED").unwrap_or(true);
     let location = var("HCLOUD_LOAD_BALANCERS_LOCATION");
     let network_zone = var("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE");
@@ -163,6 +191,15 @@ pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) 
         private_subnet_ip_range,
         lb_type: var("HCLOUD_LOAD_BALANCERS_TYPE"),
         uses_proxyprotocol: boolean(errors, "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"),
+        health_check_local_endpoints: boolean(errors, "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS")
+            .unwrap_or(false),
+        unhealthy_target_warning_after: seconds_within(
+            errors,
+            "HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER",
+            UNHEALTHY_WARNING_SECONDS,
+        )
+        .filter(|s| *s > 0),
+        keep_foreign: boolean(errors, "HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN").unwrap_or(false),
     };
     (enabled, defaults, max_age)
 }
@@ -207,6 +244,9 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "true"),
             ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "30s"),
+            ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "true"),
+            ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5m"),
+            ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "true"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!enabled);
@@ -227,6 +267,9 @@ mod tests {
                 private_subnet_ip_range: Some("10.0.1.0/24".parse().expect("cidr")),
                 lb_type: Some("lb21".into()),
                 uses_proxyprotocol: Some(true),
+                health_check_local_endpoints: true,
+                unhealthy_target_warning_after: Some(300),
+                keep_foreign: true,
             }
         );
     }
@@ -243,6 +286,9 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", "500ms"),
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "-1"),
             ("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL", "on"),
+            ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "yes"),
+            ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5"),
+            ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "keep"),
         ]);
         let text = errors.join("\n");
         for needle in [
@@ -254,9 +300,12 @@ mod tests {
             "HEALTH_CHECK_TIMEOUT: \"500ms\" is invalid; the API takes whole seconds",
             "HEALTH_CHECK_RETRIES: \"-1\" is invalid",
             "USES_PROXYPROTOCOL: \"on\" is not a boolean",
+            "HEALTH_CHECK_LOCAL_ENDPOINTS: \"yes\" is not a boolean",
+            "UNHEALTHY_TARGET_WARNING_AFTER: \"5\" is not a duration",
+            "KEEP_FOREIGN: \"keep\" is not a boolean",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
-        assert_eq!(errors.len(), 8);
+        assert_eq!(errors.len(), 11);
     }
 }

@@ -112,6 +112,16 @@ impl LbInventory {
         self.list().await
     }
 
+    /// Reads the list if it is older than the max age (as a lookup would).
+    pub async fn refresh(&self) -> Result<(), Error> {
+        self.ensure_listed().await
+    }
+
+    /// The Load Balancer `id` as held, without any request (even if marked stale).
+    pub fn cached(&self, id: LoadBalancerId) -> Option<Arc<LoadBalancer>> {
+        self.lock().entries.get(&id).map(|e| e.lb.clone())
+    }
+
     /// Reads the list again now (e.g. after a create met `uniqueness_error`).
     pub async fn relist(&self) -> Result<(), Error> {
         let _one = self.listing.lock().await;

@@ -26,13 +26,16 @@ pub mod annotations;
 pub mod catalog;
 pub mod defaults;
 pub mod lb_inventory;
+pub mod local_health;
 pub mod managed_cert;
+pub mod ownership;
 pub mod plan;
 mod ports;
 mod provider;
 pub mod services;
 pub mod spec;
 pub mod status;
+pub mod target_health;
 pub mod targets;
 pub mod tracker;
 

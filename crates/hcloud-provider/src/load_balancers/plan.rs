@@ -20,6 +20,7 @@ use hcloud_api::models::{
 };
 
 use super::annotations::{self as a, Invalid, LABEL_SERVICE_UID};
+use super::ownership::Record;
 use super::services::{DesiredService, apply_update};
 use super::spec::{LbSpec, Placement};
 use super::targets::{ServerTarget, TargetRef};
@@ -72,7 +73,7 @@ impl LbOp {
             LbOp::Update(r) => match (&r.name, &r.labels) {
                 (Some(n), Some(_)) => format!("renaming to {n} and setting the {LABEL_SERVICE_UID} label"),
                 (Some(n), None) => format!("renaming to {n}"),
-                _ => format!("setting the {LABEL_SERVICE_UID} label"),
+                _ => "setting its labels".to_owned(),
             },
             LbOp::ChangeDnsPtr { ip, dns_ptr } => format!("setting the reverse DNS of {ip} to {dns_ptr}"),
             LbOp::ChangeAlgorithm(alg) => format!("changing the algorithm to {}", alg.as_str()),
@@ -226,11 +227,15 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
         apply(&mut model, op);
     }
 
+    // With keep-foreign only what is recorded as ours is removed.
+    let owned = Record::from_labels(&lb.labels);
+    let ours_port = |p: &u16| !spec.keep_foreign || owned.ports.contains(p);
+    let ours_target = |t: &TargetSpec| !spec.keep_foreign || target_ref(t).is_some_and(|r| owned.targets.contains(&r));
     let mut stale: Vec<u16> = model
         .services
         .iter()
         .map(|s| s.listen_port)
-        .filter(|p| !want.services.iter().any(|d| d.listen_port == *p))
+        .filter(|p| !want.services.iter().any(|d| d.listen_port == *p) && ours_port(p))
         .collect();
     stale.sort_unstable();
     ops.extend(stale.into_iter().map(LbOp::DeleteService));
@@ -262,7 +267,7 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
             TargetKind::Ip => t.ip.as_ref().filter(|ip| !wanted_ip(ip.ip)).map(|ip| TargetSpec::Ip(ip.ip)),
             _ => None,
         };
-        if let Some(r) = remove {
+        if let Some(r) = remove.filter(|r| ours_target(r)) {
             ops.push(LbOp::RemoveTarget(r));
             count -= 1;
         }
@@ -291,7 +296,57 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
         ops.push(LbOp::AddTarget { target: target_spec(t.target, spec.use_private_ip), node: t.node.clone() });
         count += 1;
     }
+    record_ownership(lb, want, &owned, &max_targets_reached, &mut ops);
     Plan { ops, max_targets_reached }
+}
+
+/// The record `want` leaves on the Load Balancer: with keep-foreign, its ports and the targets
+/// it has (present or added, not those over the limit); without, none.
+fn wanted_record(want: &Desired<'_>, left_out: &[ServerTarget]) -> Record {
+    if !want.spec.keep_foreign {
+        return Record::default();
+    }
+    Record {
+        ports: want.services.iter().map(|s| s.listen_port).collect(),
+        targets: want.targets.iter().filter(|t| !left_out.contains(t)).map(|t| t.target).collect(),
+    }
+}
+
+/// Adds the record's label writes to `ops`: new entries before anything is added (in the
+/// first `PUT`, merged with the identity label and name), dropped ones after the stale
+/// targets and services are removed (a last `PUT`). Nothing when the record stays the same.
+fn record_ownership(
+    lb: &LoadBalancer,
+    want: &Desired<'_>,
+    owned: &Record,
+    left_out: &[ServerTarget],
+    ops: &mut Vec<LbOp>,
+) {
+    let wanted = wanted_record(want, left_out);
+    let first = owned.union(&wanted);
+    let mut labels = match ops.first() {
+        Some(LbOp::Update(UpdateLoadBalancerRequest { labels: Some(l), .. })) => l.clone(),
+        _ => lb.labels.clone(),
+    };
+    if first != *owned {
+        labels = first.into_labels(&labels);
+        match ops.first_mut() {
+            Some(LbOp::Update(req)) => req.labels = Some(labels.clone()),
+            _ => ops.insert(0, LbOp::Update(UpdateLoadBalancerRequest { name: None, labels: Some(labels.clone()) })),
+        }
+    }
+    if wanted != first {
+        ops.push(LbOp::Update(UpdateLoadBalancerRequest { name: None, labels: Some(wanted.into_labels(&labels)) }));
+    }
+}
+
+/// The record entry of a target (label-selector targets are never recorded).
+fn target_ref(t: &TargetSpec) -> Option<TargetRef> {
+    match t {
+        TargetSpec::Server { id, .. } => Some(TargetRef::Server(*id)),
+        TargetSpec::Ip(ip) => Some(TargetRef::Ip(*ip)),
+        TargetSpec::LabelSelector { .. } => None,
+    }
 }
 
 /// The request form of a wanted target (`use_private_ip` applies to server targets only).
@@ -344,7 +399,8 @@ pub fn plan_create(
         location,
         network_zone,
         algorithm: spec.algorithm.clone().map(|kind| AlgorithmSpec { kind }),
-        labels: [(LABEL_SERVICE_UID.to_owned(), spec.uid.clone())].into_iter().collect(),
+        labels: wanted_record(want, &max_targets_reached)
+            .into_labels(&[(LABEL_SERVICE_UID.to_owned(), spec.uid.clone())].into_iter().collect()),
         network,
         public_interface: spec.public_interface,
         services: want.services.iter().map(DesiredService::to_add).collect(),

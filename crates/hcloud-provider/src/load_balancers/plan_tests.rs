@@ -660,3 +660,6 @@ fn official_ccm_service_with_several_ports_is_unchanged_by_per_port_support() {
     };
     assert_eq!(json_of(&req.services), json!([service(80, 30080), service(443, 30443)]));
 }
+
+#[path = "ownership_plan_tests.rs"]
+mod ownership_plan_tests;

@@ -19,7 +19,8 @@ use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_
 use super::services::desired_services_by_port;
 use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
 use super::status::status;
-use super::targets::{RobotTargets, ServerTarget, desired_targets};
+use super::target_health::HealthWarnings;
+use super::targets::{RobotTargets, ServerTarget, desired_targets, node_selector_keys};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
 use crate::instances::api_error;
 use crate::metrics::HcloudMetrics;
@@ -52,6 +53,8 @@ pub struct HcloudLoadBalancers {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// With `ROBOT_ENABLED`: the Robot list (`None` without credentials).
     robot: Option<Option<Arc<RobotInventory>>>,
+    /// Unhealthy-target warnings.
+    health: Arc<HealthWarnings>,
 }
 
 enum Mode {
@@ -115,6 +118,7 @@ impl HcloudLoadBalancers {
         let inventory = Arc::new(LbInventory::new(client.clone(), max_age));
         let tracker = ActionTracker::new(client.clone(), inventory.clone(), events.clone(), policy);
         let catalog = Catalog::new(client.clone(), max_age, events.clone());
+        let health = HealthWarnings::new(inventory.clone(), events.clone(), max_age);
         HcloudLoadBalancers {
             client,
             defaults,
@@ -126,6 +130,7 @@ impl HcloudLoadBalancers {
             metrics: HcloudMetrics::default(),
             locks: Mutex::default(),
             robot: None,
+            health,
         }
     }
 
@@ -150,6 +155,11 @@ impl HcloudLoadBalancers {
     /// The shared Load Balancer inventory.
     pub fn inventory(&self) -> &Arc<LbInventory> {
         &self.inventory
+    }
+
+    /// The unhealthy-target warnings.
+    pub fn health_warnings(&self) -> &Arc<HealthWarnings> {
+        &self.health
     }
 
     /// The action tracker.
@@ -297,6 +307,8 @@ impl HcloudLoadBalancers {
                 ),
             ));
         }
+        let nodes = targets.iter().map(|t| (t.target, t.node.clone())).collect();
+        self.health.synced(&spec.uid, &owner, &lb, spec.unhealthy_target_warning_after, nodes);
         Ok(Some(status(&lb, &spec.status)))
     }
 
@@ -540,10 +552,17 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         self.reconcile(svc, nodes, Mode::Update).await.map(|_| ())
     }
 
+    /// The keys the `node-selector` annotation looks at (none when it is absent or invalid:
+    /// the sync reports an invalid one).
+    fn node_label_keys(&self, svc: &Service) -> Vec<String> {
+        node_selector_keys(svc)
+    }
+
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, svc: &Service) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancerDeleted");
         let uid = svc.metadata.uid.clone().unwrap_or_default();
         let service = service_key(svc);
+        self.health.unwatch(&uid);
         let lock = self.lock_for(&uid);
         let result = {
             let _held = lock.lock().await;

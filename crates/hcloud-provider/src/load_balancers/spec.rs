@@ -15,7 +15,8 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, Reader};
-use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults};
+use super::defaults::{HEALTH_CHECK_SECONDS, LbDefaults, UNHEALTHY_WARNING_SECONDS};
+use super::local_health::local_endpoints_health;
 pub use super::ports::PortSettings;
 use super::ports::{ip_mode, port_settings, ports_annotated};
 
@@ -189,6 +190,10 @@ pub struct LbSpec {
     pub node_selector: LabelSelector,
     /// What the status shows.
     pub status: StatusSpec,
+    /// A Warning when a target is unhealthy this long (`None`: off).
+    pub unhealthy_target_warning_after: Option<std::time::Duration>,
+    /// Targets and services not recorded as hcloud-ccm's are kept (`super::ownership`).
+    pub keep_foreign: bool,
 }
 
 /// A Service whose annotations cannot be used; nothing was changed because of it.
@@ -342,6 +347,7 @@ impl LbSpec {
         let per_port = ports_annotated(svc.metadata.annotations.as_ref());
         let certificates = certificates(&mut r, &uid, protocol == LbProtocol::Https && !per_port);
         let health = health(&mut r, defaults, &protocol);
+        let health = local_endpoints_health(&mut r, svc, defaults, health);
 
         let mut ports = Vec::new();
         let mut unsupported_ports = Vec::new();
@@ -384,6 +390,16 @@ impl LbSpec {
             ip_mode: ip_mode(proxyprotocol, &ports, &port_settings),
         };
 
+        let (min, max) = UNHEALTHY_WARNING_SECONDS;
+        let unhealthy_target_warning_after = match r.raw(a::UNHEALTHY_TARGET_WARNING_AFTER) {
+            Some(_) => r.seconds(a::UNHEALTHY_TARGET_WARNING_AFTER, min, max),
+            None => defaults.unhealthy_target_warning_after,
+        }
+        .filter(|s| *s > 0)
+        .map(|s| std::time::Duration::from_secs(s.into()));
+
+        let keep_foreign = bool_or(&mut r, a::KEEP_FOREIGN, Some(defaults.keep_foreign)).unwrap_or(false);
+
         if !r.problems.is_empty() {
             let mut problems: Vec<Invalid> = Vec::with_capacity(r.problems.len());
             for p in r.problems {
@@ -417,6 +433,8 @@ impl LbSpec {
             unsupported_ports,
             node_selector,
             status,
+            unhealthy_target_warning_after,
+            keep_foreign,
         })
     }
 

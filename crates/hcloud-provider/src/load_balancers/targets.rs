@@ -18,9 +18,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use cloud_provider::events::{EventObject, ProviderEvent};
 use cloud_provider::helpers::label_selector::LabelSelector;
 use hcloud_api::models::ServerId;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Service};
 use tracing::debug;
 
+use super::annotations::NODE_SELECTOR;
 use crate::provider_id::{ProviderId, ProviderIdError};
 
 /// What a target points at.
@@ -114,6 +115,13 @@ fn robot_ip(
         ));
     }
     ip
+}
+
+/// The Node label keys the Service's `node-selector` annotation looks at, sorted (none when it
+/// is absent or does not parse).
+pub fn node_selector_keys(service: &Service) -> Vec<String> {
+    let raw = service.metadata.annotations.as_ref().and_then(|a| a.get(NODE_SELECTOR));
+    raw.and_then(|v| LabelSelector::parse(v).ok()).map(|s| s.keys()).unwrap_or_default()
 }
 
 /// The targets for the Nodes `selector` selects, sorted by Node name, one per server or IP;
@@ -249,6 +257,20 @@ mod tests {
         assert_eq!(pick("role=worker"), vec!["n1", "n2"]);
         assert_eq!(pick("role in (worker,edge),zone"), vec!["n1", "n2", "n3"]);
         assert_eq!(pick("role!=worker,zone=a"), vec!["n3"]);
+    }
+
+    /// The keys the service controller watches on Nodes for this Service: those the selector
+    /// looks at; none without a selector or with one that does not parse.
+    #[test]
+    fn node_selector_keys_are_what_the_selector_looks_at() {
+        let svc = |sel: Option<&str>| {
+            let mut s = Service::default();
+            s.metadata.annotations = sel.map(|v| [(NODE_SELECTOR.to_owned(), v.to_owned())].into());
+            s
+        };
+        assert_eq!(node_selector_keys(&svc(Some("role in (worker),!gpu,zone!=b"))), ["gpu", "role", "zone"]);
+        assert!(node_selector_keys(&svc(None)).is_empty());
+        assert!(node_selector_keys(&svc(Some("role in ()"))).is_empty());
     }
 
     #[test]

@@ -1,0 +1,131 @@
+//! keep-foreign (issue 20 item 2): only targets and services recorded as ours are removed; the
+//! record is written before additions and pruned after removals; exact plans.
+
+use hcloud_api::models::{Labels, ServerId, TargetSpec};
+use serde_json::json;
+
+use super::super::*;
+use super::{Case, UID, observed, server_target, tcp_service};
+
+const KEEP: (&str, &str) = (a::KEEP_FOREIGN, "true");
+
+fn labels(record: &[&str]) -> Labels {
+    let mut l: Labels = [("hcloud-ccm/service-uid".to_owned(), UID.to_owned())].into();
+    for r in record {
+        l.insert(format!("hcloud-ccm.managed/{r}"), "true".to_owned());
+    }
+    l
+}
+
+fn put(record: &[&str]) -> LbOp {
+    LbOp::Update(UpdateLoadBalancerRequest { name: None, labels: Some(labels(record)) })
+}
+
+fn server(id: i64) -> TargetSpec {
+    TargetSpec::Server { id: ServerId(id), use_private_ip: false }
+}
+
+/// A Load Balancer with our port 80 and server 1, a foreign service on 8080, a foreign server
+/// 99 and a foreign IP target, recorded as `record`.
+fn with_foreign(record: &[&str]) -> LoadBalancer {
+    observed(json!({
+        "labels": labels(record),
+        "services": [tcp_service(80, 30080), tcp_service(8080, 31000)],
+        "targets": [server_target(1, false), server_target(99, false), {"type": "ip", "ip": {"ip": "203.0.113.9"}}]
+    }))
+}
+
+#[test]
+fn without_the_option_everything_undescribed_goes_and_nothing_is_recorded() {
+    let c = Case { nodes: vec![(1, "n1")], ..Default::default() };
+    assert_eq!(
+        c.converge(&with_foreign(&[])),
+        vec![
+            LbOp::DeleteService(8080),
+            LbOp::RemoveTarget(server(99)),
+            LbOp::RemoveTarget(TargetSpec::Ip("203.0.113.9".parse().expect("ip"))),
+        ]
+    );
+}
+
+#[test]
+fn turned_on_the_record_is_written_once_and_foreign_ones_stay() {
+    let c = Case { annotations: vec![KEEP], nodes: vec![(1, "n1")], ..Default::default() };
+    assert_eq!(c.converge(&with_foreign(&[])), vec![put(&["port-80", "server-1"])], "one PUT, nothing removed");
+    assert_eq!(c.converge(&with_foreign(&["port-80", "server-1"])), vec![], "recorded: nothing at all");
+}
+
+#[test]
+fn ours_are_removed_exactly_and_the_record_pruned_after_the_removal() {
+    let lb = observed(json!({
+        "labels": labels(&["port-443", "port-80", "server-1", "server-2"]),
+        "services": [tcp_service(80, 30080), tcp_service(443, 30443), tcp_service(8080, 31000)],
+        "targets": [server_target(1, false), server_target(2, false), server_target(99, false)]
+    }));
+    let c = Case { annotations: vec![KEEP], nodes: vec![(1, "n1")], ..Default::default() };
+    assert_eq!(
+        c.converge(&lb),
+        vec![LbOp::DeleteService(443), LbOp::RemoveTarget(server(2)), put(&["port-80", "server-1"])],
+        "our 443 and server 2 go, then the record drops them; 8080 and 99 stay"
+    );
+}
+
+#[test]
+fn a_new_target_is_recorded_before_it_is_added() {
+    let c = Case { annotations: vec![KEEP], nodes: vec![(1, "n1"), (3, "n3")], ..Default::default() };
+    assert_eq!(
+        c.converge(&with_foreign(&["port-80", "server-1"])),
+        vec![put(&["port-80", "server-1", "server-3"]), LbOp::AddTarget { target: server(3), node: "n3".into() }]
+    );
+}
+
+#[test]
+fn a_target_over_the_limit_is_not_recorded() {
+    let lb = with_foreign(&["port-80", "server-1"]);
+    let c = Case { annotations: vec![KEEP], nodes: vec![(1, "n1"), (3, "n3")], lb_type: None, ..Default::default() };
+    let mut full = lb.clone();
+    full.load_balancer_type.max_targets = 3;
+    let plan = c.plan(&full);
+    assert_eq!(plan.ops, vec![], "no room for server 3: no record entry, no request");
+    assert_eq!(plan.max_targets_reached.len(), 1);
+}
+
+#[test]
+fn turned_off_the_record_is_dropped_after_the_removals() {
+    let c = Case { nodes: vec![(1, "n1")], ..Default::default() };
+    assert_eq!(
+        c.converge(&with_foreign(&["port-80", "server-1"])),
+        vec![
+            LbOp::DeleteService(8080),
+            LbOp::RemoveTarget(server(99)),
+            LbOp::RemoveTarget(TargetSpec::Ip("203.0.113.9".parse().expect("ip"))),
+            put(&[]),
+        ]
+    );
+}
+
+#[test]
+fn a_created_load_balancer_carries_its_record() {
+    let c = Case {
+        annotations: vec![KEEP, (a::LOCATION, "fsn1")],
+        nodes: vec![(1, "n1"), (2, "n2")],
+        ..Default::default()
+    };
+    let (req, _) = c.create(&super::lb_type("lb11", 25)).expect("create");
+    assert_eq!(req.labels, labels(&["port-80", "server-1", "server-2"]));
+    let plain = Case { annotations: vec![(a::LOCATION, "fsn1")], ..Default::default() };
+    assert_eq!(plain.create(&super::lb_type("lb11", 25)).expect("create").0.labels, labels(&[]));
+}
+
+#[test]
+fn a_bad_value_names_the_annotation_and_what_is_accepted() {
+    let svc = crate::load_balancers::spec::tests::service(&[(a::KEEP_FOREIGN, "maybe")], &[(80, "TCP", 30080)]);
+    let err =
+        LbSpec::from_service(&svc, &crate::load_balancers::defaults::LbDefaults::default(), None).expect_err("invalid");
+    let problems: Vec<String> = err.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        ["annotation load-balancer.hetzner.cloud/keep-foreign: \"maybe\" is invalid; accepted: true, false, 1, 0, t, \
+          f (Go ParseBool)"]
+    );
+}

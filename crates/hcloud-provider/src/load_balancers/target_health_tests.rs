@@ -1,0 +1,85 @@
+//! The pure unhealthy-target watch: exact warnings per observation.
+
+use std::net::IpAddr;
+
+use hcloud_api::models::ServerId;
+
+use super::*;
+
+/// A Load Balancer whose targets report `health`: (server id or IP, [(port, status)]).
+fn lb(health: &[(&str, &[(u16, &str)])]) -> LoadBalancer {
+    let targets: Vec<serde_json::Value> = health
+        .iter()
+        .map(|(t, ports)| {
+            let hs: Vec<serde_json::Value> =
+                ports.iter().map(|(p, s)| serde_json::json!({"listen_port": p, "status": s})).collect();
+            match t.parse::<i64>() {
+                Ok(id) => serde_json::json!({"type": "server", "server": {"id": id}, "health_status": hs}),
+                Err(_) => serde_json::json!({"type": "ip", "ip": {"ip": t}, "health_status": hs}),
+            }
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({"id": 7, "name": "web", "targets": targets})).expect("lb")
+}
+
+fn server(id: i64) -> TargetRef {
+    TargetRef::Server(ServerId(id))
+}
+
+const AFTER: Duration = Duration::from_secs(60);
+
+#[tokio::test(start_paused = true)]
+async fn a_target_port_unhealthy_long_enough_is_reported_once_per_spell() {
+    let mut w = HealthWatch::default();
+    let t0 = Instant::now();
+    let sick = lb(&[("1", &[(80, "unhealthy"), (443, "healthy")]), ("2", &[(80, "healthy")])]);
+    assert_eq!(w.observe(&sick, t0, AFTER), vec![], "just seen: not yet");
+    assert_eq!(w.observe(&sick, t0 + Duration::from_secs(59), AFTER), vec![]);
+    let at = t0 + Duration::from_secs(61);
+    assert_eq!(
+        w.observe(&sick, at, AFTER),
+        vec![Unhealthy { target: server(1), listen_port: 80, for_at_least: Duration::from_secs(61) }]
+    );
+    assert_eq!(w.observe(&sick, at + AFTER * 3, AFTER), vec![], "once per spell");
+
+    // Healthy again ends the spell; the next one is reported again after its own time.
+    let well = lb(&[("1", &[(80, "healthy"), (443, "healthy")])]);
+    assert_eq!(w.observe(&well, at + AFTER * 4, AFTER), vec![]);
+    assert!(w.is_empty(), "nothing unhealthy is kept");
+    let again = at + AFTER * 5;
+    assert_eq!(w.observe(&sick, again, AFTER), vec![]);
+    assert_eq!(w.observe(&sick, again + AFTER, AFTER).len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_health_ip_targets_and_several_ports_are_told_apart() {
+    let mut w = HealthWatch::default();
+    let t0 = Instant::now();
+    let ip: IpAddr = "203.0.113.9".parse().expect("ip");
+    let lb1 = lb(&[
+        ("2", &[(443, "unhealthy"), (80, "unhealthy")]),
+        ("203.0.113.9", &[(80, "unhealthy")]),
+        ("3", &[(80, "unknown")]),
+    ]);
+    assert_eq!(w.observe(&lb1, t0, AFTER), vec![]);
+    let due = w.observe(&lb1, t0 + AFTER, AFTER);
+    let got: Vec<(TargetRef, u16)> = due.iter().map(|u| (u.target, u.listen_port)).collect();
+    assert_eq!(
+        got,
+        vec![(server(2), 80), (server(2), 443), (TargetRef::Ip(ip), 80)],
+        "sorted; unknown is not unhealthy"
+    );
+    w.forget(LoadBalancerId(7));
+    assert!(w.is_empty());
+}
+
+#[test]
+fn the_message_names_target_node_load_balancer_port_and_times() {
+    let u = Unhealthy { target: server(1), listen_port: 80, for_at_least: Duration::from_secs(75) };
+    let nodes = HashMap::from([(server(1), "node-a".to_owned())]);
+    assert_eq!(
+        message(&lb(&[]), &u, &nodes, AFTER),
+        "Hetzner reports target server 1 (Node node-a) of Load Balancer web (7) unhealthy on port 80 for at least 75s \
+         (warning after 60s): its health check fails, so it gets no traffic on that port"
+    );
+}
