@@ -82,6 +82,7 @@ mod assets;
 mod control_plane;
 mod error;
 mod events;
+mod kubeconfig;
 mod lifeline;
 mod node;
 mod process;
