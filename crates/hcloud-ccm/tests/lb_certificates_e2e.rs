@@ -9,12 +9,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::lb::{fresh_namespace, ingress, lb_of, lb_service, requests_of_an_unchanged_sync, server_nodes, wait_lb};
+use common::lb::{
+    annotate, fresh_namespace, ingress, lb_of, lb_service, requests_of_an_unchanged_sync, server_nodes, wait_lb,
+};
 use common::{Env, REACT};
 use hcloud_fake::control::ActionFailure;
 use hcloud_fake::{FakeConfig, FakeHandle};
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use test_harness::{wait_for, wait_for_event, wait_until};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
@@ -50,8 +52,7 @@ fn serving_issued(h: &FakeHandle, svc: &Service) -> bool {
 }
 
 async fn set_domains(api: &Api<Service>, name: &str, domains: &str) {
-    let body = serde_json::json!({"metadata": {"annotations": {DOMAINS: domains}}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&body)).await.expect("patch service");
+    annotate(api, name, serde_json::json!({DOMAINS: domains})).await;
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ mod common;
 
 use common::lb::{
     create, delete_node, ensured, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports,
-    server_nodes, target_servers, wait_lb,
+    patch, server_nodes, target_servers, wait_lb,
 };
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
@@ -22,10 +22,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use test_harness::{wait_for, wait_for_event};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
-
-async fn patch(api: &Api<Service>, name: &str, patch: serde_json::Value) -> Service {
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch service")
-}
 
 /// `TestServiceLoadBalancersMinimalSetup`: a location is enough; the Service gets the Load
 /// Balancer's IPv4 and IPv6, the finalizer and the upstream events.

@@ -6,20 +6,16 @@
 
 mod common;
 
-use common::lb::{fresh_namespace, ingress, lb_of, lb_service, requests_of_an_unchanged_sync, server_nodes, wait_lb};
+use common::lb::{
+    annotate, fresh_namespace, ingress, lb_of, lb_service, requests_of_an_unchanged_sync, server_nodes, wait_lb,
+};
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
 use hcloud_fake::control::SeedCertificate;
-use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use test_harness::{events_for, wait_for, wait_for_event, wait_until};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
-
-async fn patch_annotations(api: &Api<Service>, name: &str, annotations: serde_json::Value) {
-    let body = serde_json::json!({"metadata": {"annotations": annotations}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&body)).await.expect("patch service");
-}
 
 #[tokio::test]
 async fn per_port_protocol_certificate_and_proxy_protocol() {
@@ -83,7 +79,7 @@ async fn per_port_protocol_certificate_and_proxy_protocol() {
     // nothing is sent.
     let mutations = |h: &hcloud_fake::FakeHandle| h.request_log().into_iter().filter(|r| r.method != "GET").count();
     let sent = mutations(&h);
-    patch_annotations(&api, "web", serde_json::json!({"load-balancer.hetzner.cloud/port.22.protocol": "ssh"})).await;
+    annotate(&api, "web", serde_json::json!({"load-balancer.hetzner.cloud/port.22.protocol": "ssh"})).await;
     let e = wait_for_event(&env.client, "Service", "web", "SyncLoadBalancerFailed", REACT).await.expect("warning");
     assert_eq!(e.type_, "Warning");
     assert!(
@@ -93,7 +89,7 @@ async fn per_port_protocol_certificate_and_proxy_protocol() {
         "{}",
         e.message
     );
-    patch_annotations(&api, "web", serde_json::json!({"load-balancer.hetzner.cloud/port.2222.protocol": "tcp"})).await;
+    annotate(&api, "web", serde_json::json!({"load-balancer.hetzner.cloud/port.2222.protocol": "tcp"})).await;
     wait_until(REACT, "the unknown port is reported", async || {
         events_for(&env.client, "Service", "web").await.is_ok_and(|events| {
             events

@@ -55,6 +55,16 @@ pub async fn create(api: &Api<Service>, svc: &Service) -> Service {
     api.create(&PostParams::default(), svc).await.expect("create service")
 }
 
+/// Merge-patches the Service `name` (as an admin) and returns it as stored.
+pub async fn patch(api: &Api<Service>, name: &str, patch: serde_json::Value) -> Service {
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patch service")
+}
+
+/// Sets (or, with `null`, removes) annotations of the Service `name`.
+pub async fn annotate(api: &Api<Service>, name: &str, annotations: serde_json::Value) -> Service {
+    patch(api, name, serde_json::json!({"metadata": {"annotations": annotations}})).await
+}
+
 /// Waits until the Service has an ingress and returns it.
 pub async fn ensured(api: &Api<Service>, name: &str) -> Service {
     test_harness::wait_for(api, name, REACT, "the Service has a load balancer ingress", |s| {
