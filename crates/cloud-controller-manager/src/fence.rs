@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::sync::{Arc, RwLock};
+use sync_lock::UnpoisonRw as _;
 
 type LeaseCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
@@ -48,11 +49,11 @@ impl Default for Fence {
 impl Fence {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         // Whole-value writes only; a poisoned lock still holds a valid state.
-        self.0.read().unwrap_or_else(|e| e.into_inner())
+        self.0.read_unpoisoned()
     }
 
     fn set(&self, state: State) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = state;
+        *self.0.write_unpoisoned() = state;
     }
 
     /// `Ok` if a side effect may happen now; otherwise why not.

@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -123,7 +124,7 @@ impl TokenBucket {
     /// Reserves a token and returns how long to wait before using it.
     pub fn reserve(&self) -> Duration {
         // The critical section only does arithmetic; a poisoned lock still holds a valid pair.
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock_unpoisoned();
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(s.1).as_secs_f64();
         s.0 = (s.0 + elapsed * self.qps).min(self.burst);

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use sync_lock::UnpoisonRw as _;
 
 use cloud_provider::events::{EventKind, EventObject, EventSink, ProviderEvent};
 use controller_runtime::EventQueue;
@@ -23,12 +24,12 @@ impl Resyncs {
     /// Objects of `kind` (e.g. `Service`) are handed to `resync`.
     pub fn register(&self, kind: &'static str, resync: impl Fn(&EventObject) + Send + Sync + 'static) {
         // Whole-entry inserts only; a poisoned map is still consistent.
-        self.0.write().unwrap_or_else(|e| e.into_inner()).insert(kind, Arc::new(resync));
+        self.0.write_unpoisoned().insert(kind, Arc::new(resync));
     }
 
     /// Hands `object` to the controller registered for its kind; `false` if there is none.
     pub fn route(&self, object: &EventObject) -> bool {
-        let resync = self.0.read().unwrap_or_else(|e| e.into_inner()).get(object.kind).cloned();
+        let resync = self.0.read_unpoisoned().get(object.kind).cloned();
         match resync {
             Some(resync) => {
                 resync(object);

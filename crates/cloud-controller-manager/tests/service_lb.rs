@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use clap::Parser;
 use cloud_controller_manager::{Identity, Manager, ManagerArgs};
@@ -27,7 +28,7 @@ struct Balancers(Mutex<BTreeMap<String, Vec<String>>>);
 
 impl Balancers {
     fn get(&self) -> BTreeMap<String, Vec<String>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.lock_unpoisoned().clone()
     }
 }
 
@@ -45,14 +46,14 @@ impl LoadBalancer for Balancers {
         nodes: &[Node],
     ) -> Result<LoadBalancerStatus, CloudError> {
         let hosts = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(default_load_balancer_name(svc), hosts);
+        self.0.lock_unpoisoned().insert(default_load_balancer_name(svc), hosts);
         Ok(status())
     }
     async fn update_load_balancer(&self, _: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
         self.ensure_load_balancer("", svc, nodes).await.map(|_| ())
     }
     async fn ensure_load_balancer_deleted(&self, _: &str, svc: &Service) -> Result<(), CloudError> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&default_load_balancer_name(svc));
+        self.0.lock_unpoisoned().remove(&default_load_balancer_name(svc));
         Ok(())
     }
 }

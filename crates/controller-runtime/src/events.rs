@@ -19,6 +19,7 @@ pub use queue::{DEFAULT_QUEUE_CAPACITY, EventQueue, Queued};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -133,7 +134,7 @@ impl EventRecorder {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Seen>> {
         // Entries are inserted/updated whole; a poisoned map is still consistent.
-        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+        self.seen.lock_unpoisoned()
     }
 
     /// Creates the event with `count` `occurrences`, or adds them to the count of the same

@@ -28,6 +28,7 @@ use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use futures::FutureExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -183,7 +184,7 @@ impl<R: Reconciler> Workers<R> {
 impl<R: Reconciler> Loop<R> {
     fn transient(&self) -> std::sync::MutexGuard<'_, BTreeSet<R::Key>> {
         // Inserts and removes only; a poisoned set is still a valid set.
-        self.transient.lock().unwrap_or_else(|e| e.into_inner())
+        self.transient.lock_unpoisoned()
     }
 
     fn count(&self, result: &'static str) {

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -115,7 +116,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
         // A panic while holding this lock leaves the sets consistent (every mutation is a
         // single insert/remove), so a poisoned lock is safe to keep using.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// Adds a key now.

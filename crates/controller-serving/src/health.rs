@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
+use sync_lock::UnpoisonRw as _;
 
 use http::StatusCode;
 
@@ -69,7 +70,7 @@ pub struct Health {
 
 impl fmt::Debug for Health {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        let entries = self.entries.read_unpoisoned();
         f.debug_map().entries(entries.iter().map(|entry| (&entry.name, &entry.probes))).finish()
     }
 }
@@ -99,7 +100,7 @@ impl Health {
             }
         }
         let entry = Entry { name: name.to_owned(), probes: unique, check: Arc::new(check) };
-        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.entries.write_unpoisoned();
         match entries.iter_mut().find(|existing| existing.name == name) {
             Some(existing) => *existing = entry,
             None => entries.push(entry),
@@ -108,7 +109,7 @@ impl Health {
 
     /// Remove the check called `name`; whether there was one.
     pub fn unregister(&self, name: &str) -> bool {
-        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.entries.write_unpoisoned();
         let before = entries.len();
         entries.retain(|entry| entry.name != name);
         entries.len() != before
@@ -143,7 +144,7 @@ impl Health {
 
     /// The checks of `probe` (cloned out of the lock so that they run without holding it).
     fn checks(&self, probe: Probe) -> Vec<(String, Arc<CheckFn>)> {
-        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        let entries = self.entries.read_unpoisoned();
         entries
             .iter()
             .filter(|entry| entry.probes.contains(&probe))

@@ -2,7 +2,8 @@
 //! register into and that `/metrics` encodes as OpenMetrics text.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use sync_lock::Unpoison as _;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::{Metric, Registry};
@@ -57,7 +58,7 @@ impl MetricsRegistry {
     /// Run `f` with the registry locked, for everything [`Registry`] offers (units, sub-registries
     /// with a prefix or constant labels, collectors).
     pub fn with<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
-        let mut registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut registry = self.registry.lock_unpoisoned();
         f(&mut registry)
     }
 

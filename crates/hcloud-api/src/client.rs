@@ -20,6 +20,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+use sync_lock::Unpoison as _;
 
 use reqwest::{Method, header::HeaderMap};
 use secrecy::{ExposeSecret, SecretString};
@@ -317,7 +318,7 @@ impl Client {
 
     /// The most recent rate-limit headers, if any response carried them.
     pub fn rate_limit(&self) -> Option<RateLimit> {
-        *self.inner.rate_limit.lock().unwrap_or_else(|e| e.into_inner())
+        *self.inner.rate_limit.lock_unpoisoned()
     }
 
     /// Sends a request with retries and returns the successful answer.
@@ -447,7 +448,7 @@ impl Client {
         };
         flight.finish(Some(status.as_u16()));
         if let Some(rl) = RateLimit::from_headers(&headers) {
-            *inner.rate_limit.lock().unwrap_or_else(|e| e.into_inner()) = Some(rl);
+            *inner.rate_limit.lock_unpoisoned() = Some(rl);
         }
         if inner.debug {
             wire_log::response(request_name, status.as_u16(), &bytes);

@@ -1,7 +1,8 @@
 //! [`FakeHandle`]: the library form of the control surface, shared with the HTTP layer.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use sync_lock::Unpoison as _;
 
 use crate::config::{FakeConfig, TokenPolicy};
 use crate::control::{
@@ -19,9 +20,6 @@ use crate::wire::{Action, Certificate, LoadBalancer, Network, Server, ServerStat
 
 /// Locks a mutex; a poisoned lock is recovered (the state stays usable after a panic in a
 /// test thread, and every mutation keeps the state consistent before it can panic).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -64,7 +62,7 @@ impl FakeHandle {
 
     /// Runs `f` on the state after settling due actions.
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut state = lock(&self.shared.state);
+        let mut state = self.shared.state.lock_unpoisoned();
         state.settle(Instant::now());
         f(&mut state)
     }
@@ -74,23 +72,23 @@ impl FakeHandle {
     }
 
     pub(crate) fn token_accepted(&self, token: &str) -> bool {
-        lock(&self.shared.policy).accepts(token)
+        self.shared.policy.lock_unpoisoned().accepts(token)
     }
 
     pub(crate) fn acquire_rate(&self) -> RateLimitStatus {
-        lock(&self.shared.bucket).acquire(Instant::now(), now_unix())
+        self.shared.bucket.lock_unpoisoned().acquire(Instant::now(), now_unix())
     }
 
     pub(crate) fn peek_rate(&self) -> RateLimitStatus {
-        lock(&self.shared.bucket).peek(Instant::now(), now_unix())
+        self.shared.bucket.lock_unpoisoned().peek(Instant::now(), now_unix())
     }
 
     pub(crate) fn take_fault(&self, method: &str, path: &str) -> Option<FaultRule> {
-        lock(&self.shared.faults).take(method, path)
+        self.shared.faults.lock_unpoisoned().take(method, path)
     }
 
     pub(crate) fn record_request(&self, record: RequestRecord) {
-        lock(&self.shared.metrics).record(record);
+        self.shared.metrics.lock_unpoisoned().record(record);
     }
 
     // ----- seeding -----
@@ -198,17 +196,17 @@ impl FakeHandle {
 
     /// Installs a fault; returns its id.
     pub fn inject_fault(&self, rule: FaultRule) -> u64 {
-        lock(&self.shared.faults).add(rule)
+        self.shared.faults.lock_unpoisoned().add(rule)
     }
 
     /// The installed faults with their remaining counts.
     pub fn faults(&self) -> Vec<ActiveFault> {
-        lock(&self.shared.faults).list()
+        self.shared.faults.lock_unpoisoned().list()
     }
 
     /// Removes all faults.
     pub fn clear_faults(&self) {
-        lock(&self.shared.faults).clear();
+        self.shared.faults.lock_unpoisoned().clear();
     }
 
     /// Locks a resource: its mutations answer `423 locked` until unlocked.
@@ -245,17 +243,17 @@ impl FakeHandle {
 
     /// Sets the rate limit; the bucket starts full.
     pub fn set_rate_limit(&self, capacity: u32, refill_per_second: f64) {
-        lock(&self.shared.bucket).reconfigure(RateLimitConfig { capacity, refill_per_second });
+        self.shared.bucket.lock_unpoisoned().reconfigure(RateLimitConfig { capacity, refill_per_second });
     }
 
     /// Fills the rate-limit bucket.
     pub fn refill_rate_limit(&self) {
-        lock(&self.shared.bucket).refill_full();
+        self.shared.bucket.lock_unpoisoned().refill_full();
     }
 
     /// Sets the token policy.
     pub fn set_token_policy(&self, policy: TokenPolicy) {
-        *lock(&self.shared.policy) = policy;
+        *self.shared.policy.lock_unpoisoned() = policy;
     }
 
     /// The current settings.
@@ -264,8 +262,8 @@ impl FakeHandle {
         Settings {
             action_delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             action_retention_ms: u64::try_from(retention.as_millis()).unwrap_or(u64::MAX),
-            rate_limit: lock(&self.shared.bucket).config(),
-            token_policy: lock(&self.shared.policy).clone(),
+            rate_limit: self.shared.bucket.lock_unpoisoned().config(),
+            token_policy: self.shared.policy.lock_unpoisoned().clone(),
         }
     }
 
@@ -273,7 +271,7 @@ impl FakeHandle {
 
     /// Request counters of `/v1` (keys like `GET /v1/servers/{id}`).
     pub fn request_counts(&self) -> RequestCounts {
-        lock(&self.shared.metrics).counts()
+        self.shared.metrics.lock_unpoisoned().counts()
     }
 
     /// The count of one endpoint key, e.g. `"POST /v1/load_balancers/{id}/actions/add_target"`.
@@ -283,13 +281,13 @@ impl FakeHandle {
 
     /// The request log, oldest first (at most [`crate::metrics::LOG_CAPACITY`] entries).
     pub fn request_log(&self) -> Vec<RequestRecord> {
-        lock(&self.shared.metrics).log()
+        self.shared.metrics.lock_unpoisoned().log()
     }
 
     /// The requests sent with one token, oldest first: `fingerprint` as in
     /// [`RequestRecord::token_fingerprint`] (see [`crate::token_fingerprint`]).
     pub fn request_log_for(&self, fingerprint: &str) -> Vec<RequestRecord> {
-        lock(&self.shared.metrics).log_where(|r| r.token_fingerprint.as_deref() == Some(fingerprint))
+        self.shared.metrics.lock_unpoisoned().log_where(|r| r.token_fingerprint.as_deref() == Some(fingerprint))
     }
 
     /// The requests sent with `token`, oldest first (the token is only hashed, never stored).
@@ -299,21 +297,21 @@ impl FakeHandle {
 
     /// Clears counters and log only.
     pub fn reset_requests(&self) {
-        lock(&self.shared.metrics).reset();
+        self.shared.metrics.lock_unpoisoned().reset();
     }
 
     /// Back to the start: empty state, no faults, locks or failures, cleared counters, and
     /// the configuration the fake was created with.
     pub fn reset(&self) {
         let config = &self.shared.config;
-        *lock(&self.shared.state) = State::new(config.action_delay, config.action_retention);
-        *lock(&self.shared.bucket) = TokenBucket::new(config.rate_limit);
-        *lock(&self.shared.policy) = config.token_policy.clone();
-        lock(&self.shared.faults).clear();
-        lock(&self.shared.metrics).reset();
-        *lock(&self.shared.robot) = RobotState::default();
-        lock(&self.shared.robot_faults).clear();
-        *lock(&self.shared.robot_credentials) = config.robot_credentials.clone();
+        *self.shared.state.lock_unpoisoned() = State::new(config.action_delay, config.action_retention);
+        *self.shared.bucket.lock_unpoisoned() = TokenBucket::new(config.rate_limit);
+        *self.shared.policy.lock_unpoisoned() = config.token_policy.clone();
+        self.shared.faults.lock_unpoisoned().clear();
+        self.shared.metrics.lock_unpoisoned().reset();
+        *self.shared.robot.lock_unpoisoned() = RobotState::default();
+        self.shared.robot_faults.lock_unpoisoned().clear();
+        *self.shared.robot_credentials.lock_unpoisoned() = config.robot_credentials.clone();
     }
 
     /// Everything, as the API would serve it.
@@ -345,27 +343,27 @@ impl FakeHandle {
 
     /// Creates a dedicated server; returns its number.
     pub fn seed_robot_server(&self, server: &SeedRobotServer) -> Result<u64, FakeError> {
-        Ok(lock(&self.shared.robot).seed(server)?)
+        Ok(self.shared.robot.lock_unpoisoned().seed(server)?)
     }
 
     /// Removes a dedicated server at once (cancelled and gone from `GET /robot/server`).
     pub fn delete_robot_server(&self, number: u64) -> Result<(), FakeError> {
-        Ok(lock(&self.shared.robot).delete(number)?)
+        Ok(self.shared.robot.lock_unpoisoned().delete(number)?)
     }
 
     /// Changes a dedicated server's name and/or reset operating status at once.
     pub fn update_robot_server(&self, number: u64, patch: &RobotServerPatch) -> Result<(), FakeError> {
-        Ok(lock(&self.shared.robot).patch(number, patch)?)
+        Ok(self.shared.robot.lock_unpoisoned().patch(number, patch)?)
     }
 
     /// One dedicated server as stored.
     pub fn robot_server(&self, number: u64) -> Option<RobotServerRecord> {
-        lock(&self.shared.robot).get(number).cloned()
+        self.shared.robot.lock_unpoisoned().get(number).cloned()
     }
 
     /// Every dedicated server, by number.
     pub fn robot_servers(&self) -> Vec<RobotServerRecord> {
-        lock(&self.shared.robot).list()
+        self.shared.robot.lock_unpoisoned().list()
     }
 
     /// Installs a fault for the Robot part: the rule's path is relative to `/robot`
@@ -375,35 +373,35 @@ impl FakeHandle {
         if let Some(rest) = rule.path.strip_prefix("/robot") {
             rule.path = if rest.is_empty() { "/".to_owned() } else { rest.to_owned() };
         }
-        lock(&self.shared.robot_faults).add(rule)
+        self.shared.robot_faults.lock_unpoisoned().add(rule)
     }
 
     /// The installed Robot faults.
     pub fn robot_faults(&self) -> Vec<ActiveFault> {
-        lock(&self.shared.robot_faults).list()
+        self.shared.robot_faults.lock_unpoisoned().list()
     }
 
     /// Removes all Robot faults.
     pub fn clear_robot_faults(&self) {
-        lock(&self.shared.robot_faults).clear();
+        self.shared.robot_faults.lock_unpoisoned().clear();
     }
 
     pub(crate) fn take_robot_fault(&self, method: &str, path_below_robot: &str) -> Option<FaultRule> {
-        lock(&self.shared.robot_faults).take(method, path_below_robot)
+        self.shared.robot_faults.lock_unpoisoned().take(method, path_below_robot)
     }
 
     /// Sets the Robot basic-auth credentials.
     pub fn set_robot_credentials(&self, credentials: RobotCredentials) {
-        *lock(&self.shared.robot_credentials) = credentials;
+        *self.shared.robot_credentials.lock_unpoisoned() = credentials;
     }
 
     /// The Robot basic-auth credentials.
     pub fn robot_credentials(&self) -> RobotCredentials {
-        lock(&self.shared.robot_credentials).clone()
+        self.shared.robot_credentials.lock_unpoisoned().clone()
     }
 
     pub(crate) fn with_robot<R>(&self, f: impl FnOnce(&mut RobotState) -> R) -> R {
-        f(&mut lock(&self.shared.robot))
+        f(&mut self.shared.robot.lock_unpoisoned())
     }
 
     /// One action as served.

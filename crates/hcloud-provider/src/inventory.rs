@@ -35,6 +35,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use hcloud_api::models::{Server, ServerId, ServerListParams};
 use hcloud_api::{Client, Error, LIST_ALL_PER_PAGE};
@@ -222,7 +223,7 @@ impl Inventory {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // Every mutation is a complete map update; a panic cannot leave a half-written state.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// The server, or `None` if it does not exist, as of data at most `max_age` old (possibly
@@ -397,7 +398,7 @@ impl Inventory {
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
         // Plain counters; a poisoned lock still holds consistent values.
-        self.health.lock().unwrap_or_else(|e| e.into_inner())
+        self.health.lock_unpoisoned()
     }
 
     /// Fails fast while a cooldown after transient failures runs.

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -59,12 +60,12 @@ impl Term {
     /// Records (or, with `None`, clears) the last renewal failure; returns the previous one.
     pub fn set_last_error(&self, error: Option<String>) -> Option<String> {
         // Only a swap under the lock; a poisoned lock still holds a valid value.
-        std::mem::replace(&mut *self.last_error.lock().unwrap_or_else(|e| e.into_inner()), error)
+        std::mem::replace(&mut *self.last_error.lock_unpoisoned(), error)
     }
 
     /// The last renewal failure since the last success.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.last_error.lock_unpoisoned().clone()
     }
 
     /// Ends the term: the fence closes for good and [`Fence::lost`] fires. True for the
@@ -182,11 +183,11 @@ pub(crate) struct CurrentTerm(Mutex<Option<Arc<Term>>>);
 impl CurrentTerm {
     pub fn set(&self, term: Option<Arc<Term>>) {
         // The critical section is a pointer swap; a poisoned lock still holds a valid value.
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = term;
+        *self.0.lock_unpoisoned() = term;
     }
 
     fn get(&self) -> Option<Arc<Term>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.lock_unpoisoned().clone()
     }
 }
 

@@ -24,8 +24,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use sync_lock::Unpoison as _;
 
 use crate::error::HarnessError;
 
@@ -92,10 +93,6 @@ pub(crate) struct Supervised {
     lifeline: Mutex<Option<ChildStdin>>,
     exit: Mutex<Option<ExitStatus>>,
     log_path: PathBuf,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Supervised {
@@ -165,7 +162,7 @@ impl Supervised {
     }
 
     pub(crate) fn supervisor_pid(&self) -> u32 {
-        lock(&self.supervisor).id()
+        self.supervisor.lock_unpoisoned().id()
     }
 
     pub(crate) fn log_path(&self) -> &Path {
@@ -178,10 +175,10 @@ impl Supervised {
 
     /// The exit status of the supervisor (= the command's exit code), if it has exited.
     pub(crate) fn try_exit(&self) -> Option<ExitStatus> {
-        let mut exit = lock(&self.exit);
+        let mut exit = self.exit.lock_unpoisoned();
         if exit.is_none() {
             // An error here means the child was already reaped, which only we do.
-            *exit = lock(&self.supervisor).try_wait().ok().flatten();
+            *exit = self.supervisor.lock_unpoisoned().try_wait().ok().flatten();
         }
         *exit
     }
@@ -246,14 +243,14 @@ impl Supervised {
     /// Close the lifeline (the supervisor then stops the command) and wait for the supervisor.
     /// As a last resort, SIGKILL both. Never fails; used from `Drop`.
     pub(crate) fn shutdown(&self) {
-        drop(lock(&self.lifeline).take());
+        drop(self.lifeline.lock_unpoisoned().take());
         let grace = Duration::from_millis(u64::from(SUPERVISOR_GRACE_TENTHS) * 100);
         if self.wait_exit_blocking(grace + Duration::from_secs(5)).is_none() {
             let _ = send_signal(self.pid, "KILL");
-            let mut supervisor = lock(&self.supervisor);
+            let mut supervisor = self.supervisor.lock_unpoisoned();
             let _ = supervisor.kill();
             if let Ok(status) = supervisor.wait() {
-                *lock(&self.exit) = Some(status);
+                *self.exit.lock_unpoisoned() = Some(status);
             }
         }
     }

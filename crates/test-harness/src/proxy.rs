@@ -11,9 +11,10 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -61,29 +62,23 @@ struct Shared {
     closing: AtomicBool,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The protected values stay consistent at every point (plain inserts/removes/stores), so a
-    // panic elsewhere does not invalidate them.
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Shared {
     fn mode(&self) -> ProxyMode {
-        *lock(&self.mode)
+        *self.mode.lock_unpoisoned()
     }
 
     /// Blocks while blackholed; true when traffic may flow, false when the connection must
     /// close (cut, or the proxy is shutting down).
     fn wait_forwarding(&self) -> bool {
-        let mut mode = lock(&self.mode);
+        let mut mode = self.mode.lock_unpoisoned();
         while *mode == ProxyMode::Blackhole && !self.closing.load(Ordering::SeqCst) {
-            mode = self.mode_changed.wait(mode).unwrap_or_else(|e| e.into_inner());
+            mode = sync_lock::wait_unpoisoned(&self.mode_changed, mode);
         }
         *mode == ProxyMode::Forward && !self.closing.load(Ordering::SeqCst)
     }
 
     fn set_mode(&self, mode: ProxyMode) {
-        *lock(&self.mode) = mode;
+        *self.mode.lock_unpoisoned() = mode;
         self.mode_changed.notify_all();
         if mode == ProxyMode::Cut {
             self.close_all();
@@ -91,7 +86,7 @@ impl Shared {
     }
 
     fn close_all(&self) {
-        for sockets in lock(&self.live).drain().map(|(_, sockets)| sockets) {
+        for sockets in self.live.lock_unpoisoned().drain().map(|(_, sockets)| sockets) {
             for socket in sockets {
                 let _ = socket.shutdown(Shutdown::Both);
             }
@@ -100,12 +95,12 @@ impl Shared {
 
     fn register(&self, id: u64, socket: &TcpStream) -> bool {
         let Ok(clone) = socket.try_clone() else { return false };
-        lock(&self.live).entry(id).or_default().push(clone);
+        self.live.lock_unpoisoned().entry(id).or_default().push(clone);
         true
     }
 
     fn forget(&self, id: u64) {
-        if let Some(sockets) = lock(&self.live).remove(&id) {
+        if let Some(sockets) = self.live.lock_unpoisoned().remove(&id) {
             for socket in sockets {
                 let _ = socket.shutdown(Shutdown::Both);
             }
@@ -187,7 +182,7 @@ impl TcpProxy {
 
     /// Connections open right now.
     pub fn live_connections(&self) -> usize {
-        lock(&self.shared.live).len()
+        self.shared.live.lock_unpoisoned().len()
     }
 }
 
@@ -245,7 +240,10 @@ fn connection(id: u64, client: TcpStream, target: SocketAddr, shared: &Arc<Share
         }
     };
     // A cut may have happened while we connected: it drained `live` without our new socket.
-    if !shared.register(id, &upstream) || shared.mode() == ProxyMode::Cut || !lock(&shared.live).contains_key(&id) {
+    if !shared.register(id, &upstream)
+        || shared.mode() == ProxyMode::Cut
+        || !shared.live.lock_unpoisoned().contains_key(&id)
+    {
         let _ = upstream.shutdown(Shutdown::Both);
         shared.forget(id);
         return;

@@ -18,6 +18,7 @@ mod tests;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
@@ -113,7 +114,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
     /// left out: the node controller is looking their servers up anyway.
     fn note_readiness(&self, nodes: &[Arc<Node>]) -> Vec<Arc<Node>> {
         // Whole-entry inserts only; a poisoned map is still consistent.
-        let mut was_ready = self.was_ready.lock().unwrap_or_else(|e| e.into_inner());
+        let mut was_ready = self.was_ready.lock_unpoisoned();
         let mut now_ready = HashMap::with_capacity(nodes.len());
         let mut turned = Vec::new();
         for node in nodes {

@@ -22,6 +22,7 @@ mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
 use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
@@ -301,7 +302,7 @@ impl<C: Cloud> NodeReconciler<C> {
     /// True (and records now) if no burst prefetch ran within [`BURST_PREFETCH_INTERVAL`].
     fn burst_prefetch_due(&self) -> bool {
         // A timestamp only; a poisoned lock still holds a valid one.
-        let mut last = self.last_burst_prefetch.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = self.last_burst_prefetch.lock_unpoisoned();
         let now = tokio::time::Instant::now();
         if last.is_some_and(|t| now.duration_since(t) < BURST_PREFETCH_INTERVAL) {
             return false;

@@ -32,6 +32,7 @@ mod tests;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::{CloudError, Routes};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
@@ -139,18 +140,13 @@ impl ReconcileError for RouteError {
     }
 }
 
-/// Locks a mutex holding a plain value; a poisoned lock still holds a valid one.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Enqueues a reconcile for a node event at most one `min_interval` after the last one
 /// started (upstream's 10 s token bucket). A burst of events waits for the next slot and is
 /// covered by one reconcile: when the slot comes, the event is dropped if a reconcile started
 /// after it arrived (that reconcile read the node cache with the event in it).
 fn enqueue_paced(queue: &WorkQueue<String>, last_start: &Arc<Mutex<Option<Instant>>>, min_interval: Duration) {
     let arrived = Instant::now();
-    let Some(last) = *lock(last_start) else {
+    let Some(last) = *last_start.lock_unpoisoned() else {
         queue.add(KEY.to_owned());
         return;
     };
@@ -165,7 +161,7 @@ fn enqueue_paced(queue: &WorkQueue<String>, last_start: &Arc<Mutex<Option<Instan
             _ = tokio::time::sleep_until(due) => {}
             _ = queue.shutdown_token().cancelled() => return,
         }
-        if lock(&last_start).is_none_or(|started| started < arrived) {
+        if last_start.lock_unpoisoned().is_none_or(|started| started < arrived) {
             queue.add(KEY.to_owned());
         }
     });
@@ -281,7 +277,7 @@ impl<R: Routes> RouteController<R> {
 
 impl<R: Routes> RouteReconciler<R> {
     fn last_start(&self) -> Option<Instant> {
-        *lock(&self.last_start)
+        *self.last_start.lock_unpoisoned()
     }
 
     /// Periodic mode: a reconcile every period (non-sliding, like upstream's
@@ -319,7 +315,7 @@ impl<R: Routes> RouteReconciler<R> {
 
     /// Upstream `reconcileNodeRoutes`.
     async fn reconcile_routes(&self) -> Result<Reconciled, RouteError> {
-        *lock(&self.last_start) = Some(Instant::now());
+        *self.last_start.lock_unpoisoned() = Some(Instant::now());
         let routes = self.routes.list_routes(&self.config.cluster_name).await.map_err(RouteError::List)?;
         let nodes = self.store.state();
         let plan = plan_routes_matching(&nodes, &routes, &self.config.cluster_cidrs, &|p| {

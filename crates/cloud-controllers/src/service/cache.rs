@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use sync_lock::Unpoison as _;
 
 use k8s_openapi::api::core::v1::Service;
 
@@ -24,7 +25,7 @@ pub struct ServiceCache {
 impl ServiceCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedService>> {
         // Whole-entry inserts and removes only; a poisoned map is still consistent.
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        self.map.lock_unpoisoned()
     }
 
     /// The keys (upstream `ListKeys`).

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use sync_lock::Unpoison as _;
 
 use cloud_provider::{CloudError, LoadBalancer};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
@@ -155,11 +156,6 @@ pub struct SyncerParts<L: LoadBalancer> {
     pub metrics: ServiceMetrics,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Whole-value inserts and removes only; a poisoned map is still consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl<L: LoadBalancer> ServiceSyncer<L> {
     /// A syncer with an empty cache.
     pub fn new(parts: SyncerParts<L>) -> Self {
@@ -191,7 +187,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     }
 
     fn key_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
-        lock(&self.locks).entry(key.to_owned()).or_default().clone()
+        self.locks.lock_unpoisoned().entry(key.to_owned()).or_default().clone()
     }
 
     fn api(&self, service: &Service) -> Api<Service> {
@@ -230,11 +226,11 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
 
     fn forget(&self, key: &str) {
         self.cache.delete(key);
-        lock(&self.last_synced_nodes).remove(key);
-        lock(&self.status_echo).remove(key);
+        self.last_synced_nodes.lock_unpoisoned().remove(key);
+        self.status_echo.lock_unpoisoned().remove(key);
         // Drop the locks nobody holds (only the map refers to them; a later sync creates a
         // new one), so the map does not grow with every Service ever seen.
-        lock(&self.locks).retain(|_, l| Arc::strong_count(l) > 1);
+        self.locks.lock_unpoisoned().retain(|_, l| Arc::strong_count(l) > 1);
     }
 
     /// Upstream `processLoadBalancerDelete`, for a Service that is gone or was replaced.
@@ -263,7 +259,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         {
             // Deleted and re-created without the finalizer meanwhile: the old load balancer goes.
             answered |= self.process_load_balancer_delete(&old).await?;
-            lock(&self.status_echo).remove(key);
+            self.status_echo.lock_unpoisoned().remove(key);
         }
         self.cache.set(key, CachedService { state: Some(service.clone()) });
         match self.sync_load_balancer_if_needed(&service, key).await {
@@ -367,7 +363,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
                 )
                 .await;
         }
-        lock(&self.last_synced_nodes).insert(key.to_owned(), nodes.clone());
+        self.last_synced_nodes.lock_unpoisoned().insert(key.to_owned(), nodes.clone());
         let hosts: Vec<Node> = nodes.iter().map(|n| Node::clone(n)).collect();
         self.balancer.ensure_load_balancer(&self.cluster_name, service, &hosts).await.map_err(SyncError::Ensure)
     }
@@ -416,12 +412,12 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         key: &str,
         desired: &LoadBalancerStatus,
     ) -> Result<(), kube::Error> {
-        let echo = lock(&self.status_echo).get(key).cloned();
+        let echo = self.status_echo.lock_unpoisoned().get(key).cloned();
         let Some(patch) = status_patch(service, desired, echo.as_ref()) else { return Ok(()) };
         let name = service.metadata.name.as_deref().unwrap_or_default();
         debug!(service = %key, %patch, "patching status");
         let stored = self.api(service).patch_status(name, &self.params, &Patch::Merge(patch)).await?;
-        lock(&self.status_echo).insert(key.to_owned(), StatusEcho::new(service, desired, &stored));
+        self.status_echo.lock_unpoisoned().insert(key.to_owned(), StatusEcho::new(service, desired, &stored));
         Ok(())
     }
 
@@ -488,7 +484,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             }
         };
         let old_nodes = {
-            let mut last = lock(&self.last_synced_nodes);
+            let mut last = self.last_synced_nodes.lock_unpoisoned();
             let old =
                 last.get(&key).map(|n| filter_with_predicates(n, &STABLE_NODE_SET_PREDICATES)).unwrap_or_default();
             // Stored before the provider is asked: a failure is retried by a full Service sync,
@@ -569,6 +565,6 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     /// direct writes to `lastSyncedNodes`).
     #[cfg(test)]
     pub(crate) fn store_last_synced_nodes(&self, key: &str, nodes: Vec<Arc<Node>>) {
-        lock(&self.last_synced_nodes).insert(key.to_owned(), nodes);
+        self.last_synced_nodes.lock_unpoisoned().insert(key.to_owned(), nodes);
     }
 }

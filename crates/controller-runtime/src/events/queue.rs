@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use sync_lock::Unpoison as _;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use prometheus_client::metrics::counter::Counter;
@@ -128,7 +129,7 @@ impl EventQueue {
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
         // Every change is a single push, pop or count update; a poisoned queue is consistent.
-        self.inner.pending.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.pending.lock_unpoisoned()
     }
 
     fn push(&self, regarding: ObjectReference, type_: EventType, reason: &str, note: String) -> Queued {

@@ -14,8 +14,9 @@
 mod decision;
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use sync_lock::Unpoison as _;
 
 use http::header::HeaderValue;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
@@ -60,7 +61,7 @@ struct Inner {
 
 impl fmt::Debug for DelegatingAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let cached = self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner).len();
+        let cached = self.inner.cache.lock_unpoisoned().len();
         f.debug_struct("DelegatingAuth").field("cached_decisions", &cached).finish_non_exhaustive()
     }
 }
@@ -112,7 +113,7 @@ impl DelegatingAuth {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, DecisionCache> {
-        self.inner.cache.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.cache.lock_unpoisoned()
     }
 
     async fn review(&self, token: &str, verb: &str, path: &str) -> Decision {
@@ -176,7 +177,7 @@ impl DelegatingAuth {
         } else {
             format!("cannot check the request's credentials: creating {resource} at the API server failed")
         };
-        let warn = self.inner.warnings.lock().unwrap_or_else(PoisonError::into_inner).allow(resource, Instant::now());
+        let warn = self.inner.warnings.lock_unpoisoned().allow(resource, Instant::now());
         if warn {
             tracing::warn!(
                 %resource,

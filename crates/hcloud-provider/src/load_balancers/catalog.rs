@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::events::{EventObject, EventSink, ProviderEvent};
 use hcloud_api::models::{
@@ -95,7 +96,7 @@ impl Catalog {
     }
 
     fn publish(&self, e: ProviderEvent) {
-        self.events.lock().unwrap_or_else(|e| e.into_inner()).publish(e);
+        self.events.lock_unpoisoned().publish(e);
     }
 
     async fn types(&self) -> Result<Arc<Vec<LoadBalancerType>>, CatalogError> {
@@ -225,15 +226,15 @@ impl Catalog {
 
     /// Syncs the Service again after [`ISSUANCE_POLL`] (once, however often it is asked).
     fn resync_later(&self, uid: &str, owner: &EventObject) {
-        if !self.awaiting.lock().unwrap_or_else(|e| e.into_inner()).insert(uid.to_owned()) {
+        if !self.awaiting.lock_unpoisoned().insert(uid.to_owned()) {
             return;
         }
         let (awaiting, events, uid, owner) =
             (self.awaiting.clone(), self.events.clone(), uid.to_owned(), owner.clone());
         tokio::spawn(async move {
             tokio::time::sleep(ISSUANCE_POLL).await;
-            awaiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&uid);
-            let sink = events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            awaiting.lock_unpoisoned().remove(&uid);
+            let sink = events.lock_unpoisoned().clone();
             sink.resync(&owner);
         });
     }

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use hcloud_api::models::{LoadBalancer, LoadBalancerId, LoadBalancerListParams};
 use hcloud_api::{Client, Error};
@@ -92,7 +93,7 @@ impl LbInventory {
 
     fn lock(&self) -> MutexGuard<'_, Snapshot> {
         // Every update replaces whole entries; a poisoned snapshot is still consistent.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     fn fresh(&self) -> bool {

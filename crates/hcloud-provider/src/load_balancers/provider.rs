@@ -3,6 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::events::{EventObject, EventSink, LogEvents, ProviderEvent};
 use cloud_provider::{CloudError, LoadBalancer as LoadBalancerCapability, LoadBalancerStatus};
@@ -149,7 +150,7 @@ impl HcloudLoadBalancers {
 
     /// Where events go from now on.
     pub fn set_events(&self, sink: Arc<dyn EventSink>) {
-        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = sink;
+        *self.events.lock_unpoisoned() = sink;
     }
 
     /// The shared Load Balancer inventory.
@@ -168,17 +169,17 @@ impl HcloudLoadBalancers {
     }
 
     fn publish(&self, e: ProviderEvent) {
-        self.events.lock().unwrap_or_else(|e| e.into_inner()).clone().publish(e);
+        self.events.lock_unpoisoned().clone().publish(e);
     }
 
     /// Serializes work on one Service's Load Balancer (the service controller's Service and
     /// Node syncs may overlap).
     fn lock_for(&self, uid: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.locks.lock().unwrap_or_else(|e| e.into_inner()).entry(uid.to_owned()).or_default().clone()
+        self.locks.lock_unpoisoned().entry(uid.to_owned()).or_default().clone()
     }
 
     fn unlock(&self, uid: &str, lock: Arc<tokio::sync::Mutex<()>>) {
-        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut locks = self.locks.lock_unpoisoned();
         // Only the map and this caller hold it: nobody waits, so the entry can go.
         if Arc::strong_count(&lock) == 2 {
             locks.remove(uid);

@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::events::{EventObject, EventSink, ProviderEvent};
 use hcloud_api::models::{HealthStatus, LoadBalancer, LoadBalancerId, TargetHealth};
@@ -168,7 +169,7 @@ impl HealthWarnings {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // Whole-value updates only; a poisoned state is still consistent.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// After a sync of the Service `uid` (owner `owner`) that left its Load Balancer as `lb`:
@@ -227,7 +228,7 @@ impl HealthWarnings {
         if events.is_empty() {
             return;
         }
-        let sink = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sink = self.events.lock_unpoisoned().clone();
         for e in events {
             sink.publish(e);
         }

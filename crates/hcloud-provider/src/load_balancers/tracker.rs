@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::events::{EventObject, EventSink, ProviderEvent};
 use hcloud_api::models::{Action, ActionId, ActionStatus, LoadBalancerId};
@@ -127,7 +128,7 @@ impl ActionTracker {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // Entries are inserted and removed whole; a poisoned map is still consistent.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// Tracks `action` of Load Balancer `lb`, started for `what` on behalf of `owner`.
@@ -290,7 +291,7 @@ impl ActionTracker {
             s.failed.insert(lb, (at, text.clone()));
         }
         if let Some(owner) = owner {
-            let sink = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let sink = self.events.lock_unpoisoned().clone();
             sink.publish(ProviderEvent::warning(
                 owner.clone(),
                 "LoadBalancerActionFailed",

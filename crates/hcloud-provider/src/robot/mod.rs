@@ -20,6 +20,7 @@ pub mod metadata;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use hcloud_api::robot::{RobotClient, RobotError, RobotReset, RobotServer};
 use tokio::time::Instant;
@@ -75,7 +76,7 @@ impl RobotInventory {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // Every mutation replaces whole fields; a panic cannot leave a half-written state.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// Requests sent to the webservice so far.

@@ -28,6 +28,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::{CloudError, Route, Routes};
 use hcloud_api::models::{Network, NetworkId, Route as NetworkRoute, Server, ServerId};
@@ -104,11 +105,6 @@ pub struct HcloudRoutes {
     changes: tokio::sync::Mutex<ActionTiming>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain data replaced whole; a poisoned lock still holds a consistent value.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl HcloudRoutes {
     /// Routes of `config.network`, mapping gateways through `inventory`.
     pub fn new(client: Client, inventory: Arc<Inventory>, config: RoutesConfig, metrics: HcloudMetrics) -> Self {
@@ -128,7 +124,7 @@ impl HcloudRoutes {
         let network = self.client.networks().get(self.config.network).await.map_err(|e| {
             api_error(&format!("cannot read network {} ({})", self.config.network_name, self.config.network), e)
         })?;
-        lock(&self.view).routes.clone_from(&network.routes);
+        self.view.lock_unpoisoned().routes.clone_from(&network.routes);
         Ok(network)
     }
 
@@ -252,7 +248,7 @@ impl HcloudRoutes {
         let mut reloaded = false;
         loop {
             let (routes, limit) = {
-                let v = lock(&self.view);
+                let v = self.view.lock_unpoisoned();
                 (v.routes.clone(), v.limit)
             };
             let what = format!("route {destination} via {gateway} for node {}", route.target_node);
@@ -263,7 +259,7 @@ impl HcloudRoutes {
                     self.change(&mut timing, Op::Delete(old))
                         .await
                         .map_err(|e| self.route_error(&format!("cannot delete the old route of {what}"), e))?;
-                    lock(&self.view).routes.retain(|r| *r != old);
+                    self.view.lock_unpoisoned().routes.retain(|r| *r != old);
                 }
                 Upsert::Add => {}
             }
@@ -276,12 +272,12 @@ impl HcloudRoutes {
             let new = NetworkRoute { destination, gateway };
             match self.change(&mut timing, Op::Add(new)).await {
                 Ok(_) => {
-                    lock(&self.view).routes.push(new);
+                    self.view.lock_unpoisoned().routes.push(new);
                     return Ok(());
                 }
                 Err(e) if e.code() == Some(&ErrorCode::ResourceLimitExceeded) => {
                     let count = {
-                        let mut v = lock(&self.view);
+                        let mut v = self.view.lock_unpoisoned();
                         v.limit = Some((v.routes.len(), Instant::now()));
                         v.routes.len()
                     };
@@ -374,7 +370,7 @@ impl Routes for HcloudRoutes {
         }
         let gateway = match route.gateway.as_deref().and_then(|g| g.parse::<IpAddr>().ok()) {
             Some(g) => g,
-            None => match lock(&self.view).routes.iter().find(|r| r.destination == destination) {
+            None => match self.view.lock_unpoisoned().routes.iter().find(|r| r.destination == destination) {
                 Some(r) => r.gateway,
                 None => return Ok(()),
             },
@@ -387,7 +383,7 @@ impl Routes for HcloudRoutes {
             Ok(false) => debug!(route = %what, "the route was already gone"),
             Err(e) => return Err(self.route_error(&format!("cannot delete {what}"), e)),
         }
-        lock(&self.view).routes.retain(|r| *r != old);
+        self.view.lock_unpoisoned().routes.retain(|r| *r != old);
         Ok(())
     }
 }

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use sync_lock::Unpoison as _;
 
 use tokio::time::Instant;
 
@@ -32,7 +33,7 @@ pub struct RequestLog(Arc<Mutex<Vec<Request>>>);
 impl RequestLog {
     /// A copy of all requests so far.
     pub fn requests(&self) -> Vec<Request> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.lock_unpoisoned().clone()
     }
 
     /// The requests sent at or after `since`.
@@ -46,13 +47,13 @@ impl RequestLog {
     }
 
     fn push(&self, request: Request) -> usize {
-        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = self.0.lock_unpoisoned();
         log.push(request);
         log.len() - 1
     }
 
     fn set_status(&self, index: usize, status: Option<u16>) {
-        if let Some(request) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get_mut(index) {
+        if let Some(request) = self.0.lock_unpoisoned().get_mut(index) {
             request.status = status;
         }
     }
