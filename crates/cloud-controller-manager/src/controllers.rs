@@ -2,6 +2,7 @@
 //! and controller-manager's `IsControllerEnabled`), and how each controller is built
 //! (upstream `app/core.go`).
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -10,7 +11,7 @@ use cloud_provider::Cloud;
 use tracing::{info, warn};
 
 use crate::context::ControllerContext;
-use crate::manager::ManagerError;
+use crate::error::ManagerError;
 
 /// A built controller, ready to run.
 pub(crate) type ControllerTask = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -80,6 +81,31 @@ pub fn is_enabled(resolved: &[String], name: &str) -> bool {
     resolved.iter().any(|c| c == "*")
 }
 
+/// The controllers a `--controllers` list enables, resolved once: aliases expanded, unknown
+/// names refused, then upstream's `IsControllerEnabled` ([`is_enabled`]) applied to each known
+/// controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerSet(BTreeSet<&'static str>);
+
+impl ControllerSet {
+    /// Every controller (`--controllers=*`, the default).
+    pub fn all() -> Self {
+        ControllerSet(ALL.into_iter().collect())
+    }
+
+    /// The set a `--controllers` list selects; an error names the unknown entries and what is
+    /// accepted.
+    pub fn from_flag(list: &[String]) -> Result<Self, String> {
+        let resolved = resolve(list)?;
+        Ok(ControllerSet(ALL.into_iter().filter(|name| is_enabled(&resolved, name)).collect()))
+    }
+
+    /// Whether controller `name` (a canonical name such as [`SERVICE_LB`]) is enabled.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains(name)
+    }
+}
+
 /// Constructs every enabled controller the provider supports (upstream `app/core.go`), wiring
 /// them to the shared informers. Nothing runs yet.
 pub(crate) fn build_controllers<C: Cloud>(
@@ -88,7 +114,7 @@ pub(crate) fn build_controllers<C: Cloud>(
     let mut started: Vec<(&'static str, ControllerTask)> = Vec::new();
     let has_instances = ctx.cloud.instances_v2().is_some() || ctx.cloud.instances().is_some();
     for name in ALL {
-        if !is_enabled(&ctx.options.controllers, name) {
+        if !ctx.options.controllers.contains(name) {
             info!("{name} is disabled by --controllers");
             continue;
         }
@@ -122,7 +148,7 @@ pub(crate) fn build_controllers<C: Cloud>(
                 Some(balancer) => {
                     // Upstream's client name for this controller.
                     let io = ctx.io(cloud_controllers::service::EVENT_COMPONENT)?;
-                    let config = ctx.options.service.clone();
+                    let config = ctx.options.service_config();
                     let (nodes, services) = ctx.informers.nodes_and_services();
                     let c = ServiceController::new(balancer, services, nodes, io, config, ctx.stop.clone());
                     let resync = c.resync_handle();
@@ -132,7 +158,7 @@ pub(crate) fn build_controllers<C: Cloud>(
                     started.push((name, Box::pin(c.run())));
                 }
             },
-            NODE_ROUTE => match (ctx.options.routes.clone(), ctx.cloud.routes()) {
+            NODE_ROUTE => match (ctx.options.route_config(), ctx.cloud.routes()) {
                 (None, _) => info!(
                     "{name} not started: routes are configured only with --allocate-node-cidrs=true and \
                      --configure-cloud-routes=true"
@@ -210,5 +236,25 @@ mod tests {
         assert!(is_enabled(&only, CLOUD_NODE) && !is_enabled(&only, CLOUD_NODE_LIFECYCLE));
         let err = resolve(&s(&["*", "nodes", "-bogus"])).unwrap_err();
         assert!(err.contains("nodes, -bogus") && err.contains("cloud-node-controller"), "{err}");
+    }
+
+    #[test]
+    fn the_controller_set_is_resolved_once_from_the_flag() {
+        let set = |v: &[&str]| ControllerSet::from_flag(&s(v));
+        assert_eq!(set(&["*"]), Ok(ControllerSet::all()));
+        assert!(ALL.iter().all(|c| ControllerSet::all().contains(c)));
+        // `-name` (or its alias) turns one off; the rest follow `*`.
+        let some = set(&["*", "-route", "-service-lb-controller"]).expect("valid");
+        assert!(some.contains(CLOUD_NODE) && some.contains(CLOUD_NODE_LIFECYCLE));
+        assert!(!some.contains(NODE_ROUTE) && !some.contains(SERVICE_LB));
+        // Without `*` only the named ones run; a name wins over its `-name`, as upstream.
+        let only = set(&["cloud-node", "service", "-service"]).expect("valid");
+        assert_eq!(only, ControllerSet([CLOUD_NODE, SERVICE_LB].into_iter().collect()));
+        assert_eq!(set(&[]), Ok(ControllerSet(BTreeSet::new())), "an empty list enables nothing");
+        assert!(!set(&["-cloud-node"]).expect("valid").contains(CLOUD_NODE));
+        // Aliases are canonical names only: asking by alias finds nothing.
+        assert!(!ControllerSet::all().contains("route"));
+        let err = set(&["*", "nodes"]).unwrap_err();
+        assert!(err.starts_with("--controllers: unknown controller(s) nodes; known: cloud-node-controller"), "{err}");
     }
 }
