@@ -22,6 +22,7 @@
 
 pub mod args;
 pub mod context;
+pub mod controller_set;
 pub mod controllers;
 mod election;
 mod error;

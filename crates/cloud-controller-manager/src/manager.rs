@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cloud_provider::Cloud;
-use controller_runtime::events::DEFAULT_QUEUE_CAPACITY;
+use controller_runtime::events::queue::DEFAULT_QUEUE_CAPACITY;
 use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics, panic_message};
 use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing};
 use futures::FutureExt as _;

@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use cloud_controllers::{NodeControllerConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig};
 use ipnet::IpNet;
 
-use crate::controllers::ControllerSet;
+use crate::controller_set::ControllerSet;
 
 /// Everything the flags resolve to.
 #[derive(Debug, Clone)]

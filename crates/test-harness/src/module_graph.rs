@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use crate::HarnessError;
+use crate::error::HarnessError;
 
 /// A module's path inside its crate: the root is `[]`, `a/mod.rs` and `a.rs` are `[a]`.
 type ModPath = Vec<String>;

@@ -12,7 +12,7 @@ use cloud_controllers::route::MIN_RECONCILE_INTERVAL;
 use cloud_controllers::{NodeControllerConfig, ReconcileMode};
 use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 
-use crate::controllers::ControllerSet;
+use crate::controller_set::ControllerSet;
 pub use crate::options::LogFormat;
 use crate::options::{
     KubeOptions, LeaderElectionOptions, LoggingOptions, Options, RouteOptions, SecureServingOptions, ServiceOptions,

@@ -71,14 +71,14 @@ crate::string_enum! {
 #[serde(default)]
 pub struct ActionError {
     /// Error code.
-    pub code: crate::ErrorCode,
+    pub code: crate::error::ErrorCode,
     /// Error message.
     pub message: String,
 }
 
-impl Default for crate::ErrorCode {
+impl Default for crate::error::ErrorCode {
     fn default() -> Self {
-        crate::ErrorCode::Unknown(String::new())
+        crate::error::ErrorCode::Unknown(String::new())
     }
 }
 
