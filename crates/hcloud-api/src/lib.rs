@@ -46,6 +46,7 @@
 mod client;
 mod endpoints;
 mod error;
+mod error_code;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

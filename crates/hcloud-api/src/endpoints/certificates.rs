@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{Created, push_filter, selector_from_labels};
+use super::common::{Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{Action, Certificate, CertificateId, CertificateListParams, CreateCertificateRequest, Labels};

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 
-use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
+use super::common::{ActionEnvelope, Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
+use super::common::{ActionEnvelope, Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{

@@ -73,15 +73,9 @@ crate::string_enum! {
 #[serde(default)]
 pub struct ActionError {
     /// Error code.
-    pub code: crate::error::ErrorCode,
+    pub code: crate::error_code::ErrorCode,
     /// Error message.
     pub message: String,
-}
-
-impl Default for crate::error::ErrorCode {
-    fn default() -> Self {
-        crate::error::ErrorCode::Unknown(String::new())
-    }
 }
 
 /// A reference to a resource, as in an action's `resources`.
