@@ -31,6 +31,7 @@ pub mod events;
 pub mod informer;
 pub mod merge_patch;
 pub mod metrics;
+pub mod pass;
 pub mod periodic;
 pub mod worker;
 pub mod workqueue;
@@ -62,5 +63,6 @@ impl ControllerIo {
 }
 pub use informer::{Change, Informer, Synced};
 pub use metrics::RuntimeMetrics;
-pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, panic_message};
+pub use pass::{PassConfig, PassTimer, PassTrigger, Passes};
+pub use worker::{KeyName, ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, key_of, panic_message};
 pub use workqueue::{ExponentialBackoff, WorkQueue};
