@@ -70,9 +70,9 @@ pub enum SyncError {
     /// The provider could not tell us about the node.
     #[error("failed to get instance metadata for node {node}: {source}")]
     Metadata {
-        /// The node.
+        /// Name of the node being synced.
         node: String,
-        /// Why.
+        /// The provider's failure.
         #[source]
         source: MetadataError,
     },
@@ -83,7 +83,7 @@ pub enum SyncError {
     /// node IP annotation changed): nothing was written; the sync starts over.
     #[error("node {node} changed while it was being initialized: {source}")]
     Replan {
-        /// The node.
+        /// Name of the node being synced.
         node: String,
         /// Why the new state cannot be initialized.
         #[source]
@@ -92,11 +92,11 @@ pub enum SyncError {
     /// A Kubernetes API call failed.
     #[error("failed to {action} node {node}: {source}")]
     Kube {
-        /// What we tried.
+        /// The write that failed, as the message words it (e.g. `initialize`).
         action: &'static str,
-        /// The node.
+        /// Name of the node being synced.
         node: String,
-        /// Why.
+        /// The API server's (or the connection's) error.
         #[source]
         source: kube::Error,
     },
@@ -137,7 +137,7 @@ pub enum SyncPlan {
     Skip,
     /// Initialize the node.
     Initialize {
-        /// The writes.
+        /// The status and spec writes that initialize it.
         plan: Box<plan::InitPlan>,
         /// The provider's answer (kept to re-plan after a conflict).
         metadata: Box<cloud_provider::InstanceMetadata>,

@@ -71,12 +71,12 @@ pub enum ReconcileMode {
     /// and, as a safety net for routes changed outside Kubernetes, whenever no reconcile ran
     /// for `resync`.
     Watch {
-        /// The safety resync period.
+        /// A reconcile whenever none started for this long.
         resync: Duration,
     },
     /// Reconcile every `period` (upstream's default mode, `--route-reconciliation-period`).
     Periodic {
-        /// The period.
+        /// Time between the starts of two reconciles.
         period: Duration,
     },
 }
@@ -121,9 +121,9 @@ pub enum RouteError {
     /// Some route operations failed; they are retried with backoff.
     #[error("{failed} of {total} route operations failed; retrying with backoff")]
     Incomplete {
-        /// Failed operations.
+        /// Deletions and creations that failed.
         failed: usize,
-        /// All operations.
+        /// Deletions and creations the plan asked for.
         total: usize,
         /// Some failure was the provider's outage or a busy network.
         transient: bool,

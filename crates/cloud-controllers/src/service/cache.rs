@@ -29,7 +29,7 @@ impl ServiceCache {
         self.map.lock_unpoisoned()
     }
 
-    /// The keys (upstream `ListKeys`).
+    /// The Services remembered (upstream `ListKeys`).
     pub fn list_keys(&self) -> Vec<ObjectRef<Service>> {
         self.lock().keys().cloned().collect()
     }
@@ -64,12 +64,12 @@ impl ServiceCache {
         self.lock().remove(key);
     }
 
-    /// Number of entries.
+    /// Number of Services remembered.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
-    /// True if empty.
+    /// True if no Service is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
