@@ -126,7 +126,7 @@ impl ReconcileError for std::convert::Infallible {
     }
 }
 
-/// How [`run_workers`] runs a reconciler.
+/// How [`Workers::run`] runs a reconciler.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     /// The controller's name (logs, metrics).
