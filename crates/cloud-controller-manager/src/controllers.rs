@@ -62,8 +62,7 @@ pub(crate) fn build_controllers<C: Cloud>(
                     let config = ctx.options.service_config();
                     let (nodes, services) = ctx.informers.nodes_and_services();
                     let c = ServiceController::new(balancer, services, nodes, io, config, ctx.stop.clone());
-                    let resync = c.resync_handle();
-                    ctx.resyncs.register("Service", move |o| resync(o.namespace.as_deref(), &o.name));
+                    ctx.resyncs.register("Service", c.resync_handle());
                     let metrics = c.metrics();
                     ctx.metrics_registry().with(|r| metrics.register(r));
                     started.push((name, Box::pin(c.run())));

@@ -6,6 +6,7 @@ use std::time::Duration;
 use sync_lock::Unpoison as _;
 
 use cloud_provider::events::{EventObject, EventSink, LogEvents, ProviderEvent};
+use cloud_provider::helpers::service::service_name;
 use cloud_provider::{CloudError, LoadBalancer as LoadBalancerCapability, LoadBalancerStatus};
 use hcloud_api::models::{Action, LoadBalancer, LoadBalancerId, NetworkId};
 use hcloud_api::{Client, Error, ErrorCode};
@@ -18,7 +19,7 @@ use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
 use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
 use super::services::desired_services_by_port;
-use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
+use super::spec::{InvalidService, LbSpec, StatusSpec, leaving};
 use super::status::status;
 use super::target_health::HealthWarnings;
 use super::targets::{RobotTargets, ServerTarget, desired_targets, node_selector_keys};
@@ -519,7 +520,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     async fn get_load_balancer(&self, _cluster: &str, svc: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
         self.metrics.operation("hcloud/loadBalancers.GetLoadBalancer");
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
-        let service = service_key(svc);
+        let service = service_name(svc);
         let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
         if lb.is_none() && leaving(svc) {
             // The controller deletes nothing when nothing is found: forgotten here (the API was
@@ -562,7 +563,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, svc: &Service) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancerDeleted");
         let uid = svc.metadata.uid.clone().unwrap_or_default();
-        let service = service_key(svc);
+        let service = service_name(svc);
         self.health.unwatch(&uid);
         let lock = self.lock_for(&uid);
         let result = {
