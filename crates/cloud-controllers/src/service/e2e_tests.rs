@@ -286,6 +286,10 @@ async fn the_class_selector_end_to_end() {
     let ours = env.create_lb_service("ours", Some("example.com/cloud-lb")).await;
     env.create_lb_service("classless", None).await;
     env.create_lb_service("foreign", Some("example.com/other-lb")).await;
+    // Ours being managed shows the informer has seen all three: from here on, new Services
+    // are queued after them. (Created before the informer's first list, they would all come in
+    // the list's name order, where a barrier would sort first.)
+    env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
     // A barrier every controller handles, whatever its class: a ClusterIP Service carrying the
     // cleanup finalizer is cleaned up (finalizer removed). Once that happened, the two
     // Services above were handled or skipped.
@@ -314,7 +318,6 @@ async fn the_class_selector_end_to_end() {
         assert!(!has_finalizer(Some(&other)), "{name} is left to another implementation");
     }
     assert_eq!(ensured, vec![format!("{}/ours", env.namespace)], "exactly our class was ensured");
-    env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
     env.cleanup_nodes(&[&node]).await;
 }
 
