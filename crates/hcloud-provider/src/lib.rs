@@ -27,6 +27,7 @@
 
 pub mod cloud;
 pub mod config;
+pub mod env;
 pub mod instances;
 pub mod inventory;
 pub mod load_balancers;
