@@ -43,5 +43,5 @@ pub use inventory::{Inventory, Lookup};
 pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
-pub use robot::RobotInventory;
+pub use robot::{RobotInventory, RobotMode};
 pub use routes::{HcloudRoutes, RoutesConfig};
