@@ -36,7 +36,8 @@ pub mod worker;
 pub mod workqueue;
 pub mod writes;
 
-pub use events::{EventQueue, EventRecorder, object_ref};
+pub use events::queue::EventQueue;
+pub use events::{EventRecorder, object_ref};
 
 /// The I/O handles a controller gets from its manager.
 #[derive(Clone)]

@@ -23,11 +23,11 @@ use super::status::status;
 use super::target_health::HealthWarnings;
 use super::targets::{RobotTargets, ServerTarget, desired_targets, node_selector_keys};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
-use crate::instances::api_error;
+use crate::api_error::api_error;
+use crate::api_error::robot_error;
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::ProviderId;
 use crate::robot::RobotMode;
-use crate::robot::instances::robot_error;
 
 /// The reason of errors caused by the Service's own configuration.
 const INVALID: &str = "InvalidLoadBalancerConfiguration";
