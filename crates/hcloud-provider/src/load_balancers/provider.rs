@@ -13,7 +13,7 @@ use hcloud_api::{Client, Error, ErrorCode};
 use k8s_openapi::api::core::v1::{Node, Service};
 use tracing::{debug, info, warn};
 
-use super::annotations::{self as a, Reader};
+use super::annotations as a;
 use super::catalog::{Catalog, CatalogError};
 use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
@@ -494,24 +494,7 @@ impl HcloudLoadBalancers {
     fn lenient_status(&self, svc: &Service) -> StatusSpec {
         match LbSpec::from_service(svc, &self.defaults, self.network) {
             Ok(spec) => spec.status,
-            Err(_) => {
-                let mut r = Reader::new(svc.metadata.annotations.as_ref());
-                let bool_or = |r: &mut Reader<'_>, name: &str, d: bool| r.bool(name).unwrap_or(d);
-                StatusSpec {
-                    hostname: r.string(a::HOSTNAME).filter(|h| !h.is_empty()),
-                    ipv6: !bool_or(&mut r, a::IPV6_DISABLED, self.defaults.disable_ipv6),
-                    private_ingress: !bool_or(
-                        &mut r,
-                        a::DISABLE_PRIVATE_INGRESS,
-                        self.defaults.disable_private_ingress,
-                    ),
-                    ip_mode: if r.bool(a::USES_PROXYPROTOCOL).or(self.defaults.uses_proxyprotocol) == Some(true) {
-                        cloud_provider::IpMode::Proxy
-                    } else {
-                        cloud_provider::IpMode::Vip
-                    },
-                }
-            }
+            Err(invalid) => invalid.status,
         }
     }
 }

@@ -120,6 +120,9 @@ pub struct InvalidService {
     pub service: String,
     /// Every problem found.
     pub problems: Vec<Invalid>,
+    /// The status the Service's valid annotations and the defaults give (a bad status
+    /// annotation counts as absent): an invalid Service still reports its Load Balancer.
+    pub status: StatusSpec,
 }
 
 impl fmt::Display for InvalidService {
@@ -280,12 +283,14 @@ impl LbSpec {
             std::collections::BTreeMap::new()
         };
 
+        // A bad value falls back to the default here (its problem is recorded all the same), so
+        // an invalid Service still has a status to report.
         let status = StatusSpec {
             hostname: r.string(a::HOSTNAME).filter(|h| !h.is_empty()),
-            ipv6: !bool_or(&mut r, a::IPV6_DISABLED, Some(defaults.disable_ipv6)).unwrap_or(false),
+            ipv6: !bool_or(&mut r, a::IPV6_DISABLED, Some(defaults.disable_ipv6)).unwrap_or(defaults.disable_ipv6),
             private_ingress: !bool_or(&mut r, a::DISABLE_PRIVATE_INGRESS, Some(defaults.disable_private_ingress))
-                .unwrap_or(false),
-            ip_mode: ip_mode(proxyprotocol, &ports, &port_settings),
+                .unwrap_or(defaults.disable_private_ingress),
+            ip_mode: ip_mode(proxyprotocol.or(defaults.uses_proxyprotocol), &ports, &port_settings),
         };
 
         let (min, max) = UNHEALTHY_WARNING_SECONDS;
@@ -306,7 +311,7 @@ impl LbSpec {
                     problems.push(p);
                 }
             }
-            return Err(InvalidService { service, problems });
+            return Err(InvalidService { service, problems, status });
         }
         Ok(LbSpec {
             service,

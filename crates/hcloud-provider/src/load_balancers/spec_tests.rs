@@ -422,3 +422,39 @@ fn a_service_is_leaving_when_deleted_or_no_longer_of_type_load_balancer() {
     assert!(leaving(&retyped));
     assert!(leaving(&Service::default()), "no spec: no Load Balancer wanted");
 }
+
+/// An invalid Service still gets a status (it must not block its deletion): each status
+/// annotation that is valid counts, a bad one falls back to the cluster default, and the
+/// problems are reported as for any invalid Service.
+#[test]
+fn an_invalid_service_reports_the_status_of_its_valid_annotations_and_the_defaults() {
+    use cloud_provider::IpMode;
+    let status = |annotations: &[(&str, &str)], d: &LbDefaults| {
+        let invalid = LbSpec::from_service(&service(annotations, &[(80, "TCP", 30080)]), d, None).expect_err("invalid");
+        assert!(!invalid.problems.is_empty(), "the problems are reported");
+        (invalid.status.hostname, invalid.status.ipv6, invalid.status.private_ingress, invalid.status.ip_mode)
+    };
+    let plain = LbDefaults::default();
+    let strict = LbDefaults {
+        disable_ipv6: true,
+        disable_private_ingress: true,
+        uses_proxyprotocol: Some(true),
+        ..Default::default()
+    };
+    // A bad name makes the Service invalid; the status annotations are good.
+    let good = [
+        (a::NAME, ""),
+        (a::HOSTNAME, "lb.example.com"),
+        (a::IPV6_DISABLED, "true"),
+        (a::DISABLE_PRIVATE_INGRESS, "true"),
+        (a::USES_PROXYPROTOCOL, "true"),
+    ];
+    assert_eq!(status(&good, &plain), (Some("lb.example.com".into()), false, false, IpMode::Proxy));
+    // Bad status annotations fall back to the defaults, whatever they are.
+    let bad = [(a::IPV6_DISABLED, "maybe"), (a::DISABLE_PRIVATE_INGRESS, "x"), (a::USES_PROXYPROTOCOL, "2")];
+    assert_eq!(status(&bad, &plain), (None, true, true, IpMode::Vip));
+    assert_eq!(status(&bad, &strict), (None, false, false, IpMode::Proxy));
+    // No status annotation at all: the defaults.
+    assert_eq!(status(&[(a::NAME, "")], &strict), (None, false, false, IpMode::Proxy));
+    assert_eq!(status(&[(a::HOSTNAME, ""), (a::NAME, "")], &plain), (None, true, true, IpMode::Vip));
+}
