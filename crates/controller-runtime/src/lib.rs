@@ -25,10 +25,12 @@
 //!   patch a planner produced.
 //! - [`metrics`]: workqueue and reconcile metrics under client-go's names.
 //! - [`periodic`]: sliding-period loops (periodic sweeps, status refreshes).
+//! - [`keyed_lock`]: one async mutex per key, kept only while held or waited for.
 //! - [`ControllerIo`]: what a controller gets from its manager to talk to the API server.
 
 pub mod events;
 pub mod informer;
+pub mod keyed_lock;
 pub mod merge_patch;
 pub mod metrics;
 pub mod periodic;
@@ -61,6 +63,7 @@ impl ControllerIo {
     }
 }
 pub use informer::{Change, Informer, Synced};
+pub use keyed_lock::{KeyedGuard, KeyedLock};
 pub use metrics::RuntimeMetrics;
 pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, panic_message};
 pub use workqueue::{ExponentialBackoff, WorkQueue};
