@@ -22,8 +22,10 @@
 
 pub mod args;
 pub mod context;
+pub mod controller_set;
 pub mod controllers;
 mod election;
+mod error;
 pub mod fence;
 pub mod kube_client;
 pub mod logging;
@@ -32,7 +34,7 @@ pub mod metrics;
 pub mod options;
 pub mod provider_events;
 
-pub use args::{LogFormat, ManagerArgs};
+pub use args::ManagerArgs;
 pub use fence::Fence;
 pub use manager::{Identity, Manager, ManagerError, shutdown_on_signals};
-pub use options::Options;
+pub use options::{LogFormat, Options};

@@ -17,18 +17,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cloud_provider::Cloud;
-use controller_runtime::events::DEFAULT_QUEUE_CAPACITY;
+use controller_runtime::events::queue::DEFAULT_QUEUE_CAPACITY;
 use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics, panic_message};
-use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing, ServeError};
+use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing};
 use futures::FutureExt as _;
+use leader_election::{LeaderElector, Leadership};
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::context::{ClientFactory, ControllerContext, Informers};
 use crate::controllers::{ControllerTask, build_controllers};
 use crate::election;
+pub use crate::error::ManagerError;
 use crate::fence::Fence;
-use crate::kube_client::{KubeClientError, connection_config};
+use crate::kube_client::connection_config;
 use crate::metrics::ManagerMetrics;
 use crate::options::Options;
 use crate::provider_events::{RecorderSink, Resyncs};
@@ -52,36 +55,6 @@ pub struct Identity {
     pub version: &'static str,
     /// The field manager of every write to the API server.
     pub field_manager: &'static str,
-}
-
-/// Why the manager stopped with an error.
-///
-/// An underlying error is the [`source`](std::error::Error::source) (or, for a transparent
-/// variant, the whole error) and is not repeated in the message, so the chain of causes that
-/// the binary prints (anyhow's `{:#}`) names every cause once.
-#[derive(Debug, thiserror::Error)]
-pub enum ManagerError {
-    /// No Kubernetes client.
-    #[error(transparent)]
-    Kube(#[from] KubeClientError),
-    /// A listener could not start.
-    #[error(transparent)]
-    Serve(#[from] ServeError),
-    /// The plain metrics listener could not start.
-    #[error("{setting}")]
-    PlainListener {
-        /// The setting that named the address.
-        setting: String,
-        /// Why.
-        #[source]
-        source: ServeError,
-    },
-    /// The leader election settings were refused.
-    #[error(transparent)]
-    LeaderElectionConfig(#[from] leader_election::ConfigError),
-    /// Leadership was lost: the process stops so that only the new leader acts (fail-stop).
-    #[error("leaderelection lost")]
-    LeadershipLost(#[from] leader_election::Lost),
 }
 
 /// A controller manager, configured and ready to run.
@@ -147,7 +120,32 @@ impl Manager {
     /// Runs until `shutdown` fires (then stops the controllers within a grace period and
     /// releases the Lease) or leadership is lost (then returns
     /// [`ManagerError::LeadershipLost`] at once).
+    ///
+    /// The phases: [`prepare`](Self::prepare) (clients, listeners, informers, controllers built
+    /// but not running), [`lead`] (wait for the Lease, if elected), [`Running::start`] (the
+    /// controllers), [`Running::serve_until_stopped`] and [`Running::stop`], the one teardown.
     pub async fn run<C: Cloud>(self, cloud: Arc<C>, shutdown: CancellationToken) -> Result<(), ManagerError> {
+        let identity = self.identity;
+        let (prepared, mut running) = self.prepare(cloud, &shutdown).await?;
+        match lead(prepared.election.as_ref(), &running, &shutdown).await {
+            Some(leadership) => running.leadership = leadership,
+            None => {
+                info!("stopped before becoming the leader");
+                return running.stop(Ending::Shutdown).await;
+            }
+        }
+        running.start(prepared.controllers, identity);
+        let ending = running.serve_until_stopped(&shutdown).await;
+        running.stop(ending).await
+    }
+
+    /// Connects, starts the listeners, the provider's event queue and the shared informers,
+    /// builds the enabled controllers (nothing runs yet) and sets up leader election.
+    async fn prepare<C: Cloud>(
+        self,
+        cloud: Arc<C>,
+        shutdown: &CancellationToken,
+    ) -> Result<(Prepared, Running), ManagerError> {
         let Manager { identity, options, fence, health, registry, runtime_metrics, metrics, plain } = self;
         for w in &options.warnings {
             warn!("{w}");
@@ -155,7 +153,7 @@ impl Manager {
         let kube = &options.kube;
         let config = connection_config(kube.kubeconfig.as_deref(), kube.master.as_deref()).await?;
         let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics);
-        let listeners = serve(&options, &clients, plain, &health, &registry, &shutdown).await?;
+        let listeners = serve(&options, &clients, plain, &health, &registry, shutdown).await?;
         // The provider's own events (upstream: its `Initialize` gets a client builder).
         let resyncs = Resyncs::default();
         let recorder = EventRecorder::new(clients.client("cloud-provider")?, identity.program);
@@ -198,82 +196,192 @@ impl Manager {
                 let check = elector.health_check(LEADER_HEALTH_TOLERANCE);
                 health.register("leaderElection", &[Probe::Healthz], move || check.check().map_err(|e| e.to_string()));
                 metrics.set_leader(&le.name, false);
-                Some((elector, EventRecorder::new(client, "leader-election"), le.name.clone()))
+                Some(Election {
+                    elector,
+                    events: EventRecorder::new(client, "leader-election"),
+                    lease: le.name.clone(),
+                })
             }
             None => None,
         };
+        let lease = election.as_ref().map(|e| e.lease.clone());
         // Informers warm up before leadership is won; controllers start only once it is held.
         let informer_task = tokio::spawn(ctx.informers.run(shutdown.clone()));
+        let running = Running {
+            program: identity.program,
+            fence,
+            health,
+            metrics,
+            stop,
+            stopping,
+            informer_task,
+            listeners,
+            lease,
+            leadership: None,
+            tasks: JoinSet::new(),
+            names: Vec::new(),
+            started: false,
+        };
+        Ok((Prepared { controllers, election }, running))
+    }
+}
 
-        let mut leadership = None;
-        if let Some((elector, events, lease)) = &election {
-            fence.standby();
-            match election::acquire(elector, events.clone(), &shutdown).await {
-                Some(l) => {
-                    let lease_fence = l.fence();
-                    fence.leading(move || lease_fence.is_current());
-                    metrics.set_leader(lease, true);
-                    leadership = Some(l);
-                }
-                None => {
-                    info!("stopped before becoming the leader");
-                    fence.close("the controller manager stopped");
-                    informer_task.abort();
-                    drop(listeners);
-                    return Ok(());
-                }
-            }
-        }
+/// What [`Manager::prepare`] built that [`Manager::run`] uses once.
+struct Prepared {
+    /// The enabled controllers, built but not running.
+    controllers: Vec<(&'static str, ControllerTask)>,
+    /// Leader election, when `--leader-elect` is on.
+    election: Option<Election>,
+}
 
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut names = Vec::new();
+/// The leader elector with what announces its win.
+struct Election {
+    elector: LeaderElector,
+    /// Records the `LeaderElection` event on the Lease.
+    events: EventRecorder,
+    /// The Lease's name, the `leader_election_master_status` label.
+    lease: String,
+}
+
+/// Waits for leadership when elected (the fence stands by meanwhile, then lets calls pass while
+/// the Lease is current). `Some(None)`: no election, run at once; `None`: `shutdown` fired first.
+async fn lead(
+    election: Option<&Election>,
+    running: &Running,
+    shutdown: &CancellationToken,
+) -> Option<Option<Leadership>> {
+    let Some(Election { elector, events, lease }) = election else { return Some(None) };
+    running.fence.standby();
+    let leadership = election::acquire(elector, events.clone(), shutdown).await?;
+    let lease_fence = leadership.fence();
+    running.fence.leading(move || lease_fence.is_current());
+    running.metrics.set_leader(lease, true);
+    Some(Some(leadership))
+}
+
+/// How a run ends.
+enum Ending {
+    /// `shutdown` fired: stop the controllers within the grace period, release the Lease.
+    Shutdown,
+    /// Leadership was lost: fail-stop.
+    LeadershipLost(leader_election::Lost),
+}
+
+/// Everything [`Running::stop`] tears down, and the running controllers.
+struct Running {
+    program: &'static str,
+    fence: Fence,
+    health: Health,
+    metrics: ManagerMetrics,
+    /// Cancelled to stop the controllers (a child of `shutdown`).
+    stop: CancellationToken,
+    /// Turns `/readyz` red once the manager is stopping.
+    stopping: Arc<AtomicBool>,
+    informer_task: JoinHandle<()>,
+    /// The listeners; they stop when dropped.
+    listeners: Vec<Bound>,
+    /// The Lease's name when elected.
+    lease: Option<String>,
+    leadership: Option<Leadership>,
+    tasks: JoinSet<()>,
+    /// The started controllers' names.
+    names: Vec<&'static str>,
+    /// Whether [`Running::start`] ran (the "shutting down" and "stopped" logs are for a run that
+    /// got that far).
+    started: bool,
+}
+
+impl Running {
+    /// Starts the controllers, each under [`supervise`].
+    fn start(&mut self, controllers: Vec<(&'static str, ControllerTask)>, identity: Identity) {
         for (name, task) in controllers {
-            tasks.spawn(supervise(name, task, stop.clone(), &health, running(&metrics, identity.program, name)));
-            metrics.set_running(identity.program, name, true);
-            names.push(name);
+            let stopped = running(&self.metrics, self.program, name);
+            self.tasks.spawn(supervise(name, task, self.stop.clone(), &self.health, stopped));
+            self.metrics.set_running(self.program, name, true);
+            self.names.push(name);
         }
-        info!(controllers = ?names, version = identity.version, "{} started", identity.program);
+        self.started = true;
+        info!(controllers = ?self.names, version = identity.version, "{} started", identity.program);
+    }
 
-        let outcome = match leadership.as_mut() {
-            Some(l) => l.keep(&shutdown).await,
+    /// Keeps the Lease (if elected) until `shutdown` fires or leadership is lost.
+    async fn serve_until_stopped(&mut self, shutdown: &CancellationToken) -> Ending {
+        let outcome = match self.leadership.as_mut() {
+            Some(l) => l.keep(shutdown).await,
             None => {
                 shutdown.cancelled().await;
                 Ok(())
             }
         };
+        match outcome {
+            Ok(()) => Ending::Shutdown,
+            Err(lost) => Ending::LeadershipLost(lost),
+        }
+    }
+
+    /// The one teardown: `/readyz` red, controllers reported stopped, the fence closed, the
+    /// controllers stopped (waited for within [`SHUTDOWN_GRACE`] unless leadership was lost),
+    /// the Lease released (on shutdown), the informers and listeners stopped.
+    async fn stop(self, ending: Ending) -> Result<(), ManagerError> {
+        let Running {
+            program,
+            fence,
+            metrics,
+            stop,
+            stopping,
+            informer_task,
+            listeners,
+            lease,
+            leadership,
+            mut tasks,
+            names,
+            started,
+            ..
+        } = self;
         stopping.store(true, Ordering::Relaxed);
         for name in &names {
-            metrics.set_running(identity.program, name, false);
+            metrics.set_running(program, name, false);
         }
-        if let Err(lost) = outcome {
-            // Fail-stop: nothing more reaches the cloud, the controllers stop, the process
-            // exits non-zero (upstream: "leaderelection lost").
-            fence.close(format!("leadership lost: {lost}"));
-            if let Some((_, _, lease)) = &election {
-                metrics.set_leader(lease, false);
+        let result = match ending {
+            Ending::LeadershipLost(lost) => {
+                // Fail-stop: nothing more reaches the cloud, the controllers stop, the process
+                // exits non-zero (upstream: "leaderelection lost").
+                fence.close(format!("leadership lost: {lost}"));
+                if let Some(lease) = &lease {
+                    metrics.set_leader(lease, false);
+                }
+                error!(error = %lost, "leadership lost; stopping");
+                stop.cancel();
+                Err(ManagerError::LeadershipLost(lost))
             }
-            error!(error = %lost, "leadership lost; stopping");
-            stop.cancel();
-            informer_task.abort();
-            return Err(ManagerError::LeadershipLost(lost));
-        }
-        info!("shutting down");
-        stop.cancel();
-        if tokio::time::timeout(SHUTDOWN_GRACE, async { while tasks.join_next().await.is_some() {} }).await.is_err() {
-            warn!(grace = ?SHUTDOWN_GRACE, "controllers did not stop in time; exiting anyway");
-        }
-        fence.close("the controller manager stopped");
-        if let Some(l) = leadership {
-            // Hand over at once instead of letting a standby wait out the lease.
-            match l.release().await {
-                Ok(()) => info!("leader lease released"),
-                Err(e) => warn!(error = %e, "could not release the leader lease; a standby takes over when it expires"),
+            Ending::Shutdown => {
+                if started {
+                    info!("shutting down");
+                }
+                stop.cancel();
+                let drained = async { while tasks.join_next().await.is_some() {} };
+                if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
+                    warn!(grace = ?SHUTDOWN_GRACE, "controllers did not stop in time; exiting anyway");
+                }
+                fence.close("the controller manager stopped");
+                if let Some(l) = leadership {
+                    // Hand over at once instead of letting a standby wait out the lease.
+                    match l.release().await {
+                        Ok(()) => info!("leader lease released"),
+                        Err(e) => {
+                            warn!(error = %e, "could not release the leader lease; a standby takes over when it expires")
+                        }
+                    }
+                }
+                Ok(())
             }
-        }
+        };
         informer_task.abort();
         drop(listeners);
-        info!("stopped");
-        Ok(())
+        if result.is_ok() && started {
+            info!("stopped");
+        }
+        result
     }
 }
 

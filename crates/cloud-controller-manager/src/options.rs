@@ -7,20 +7,21 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cloud_controllers::{NodeControllerConfig, RouteControllerConfig, ServiceControllerConfig};
+use clap::ValueEnum;
+use cloud_controllers::{NodeControllerConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig};
+use ipnet::IpNet;
 
-use crate::args::LogFormat;
+use crate::controller_set::ControllerSet;
 
 /// Everything the flags resolve to.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Resolved `--controllers` list (aliases expanded, `*` and `-name` kept).
-    pub controllers: Vec<String>,
+    /// The controllers `--controllers` enables (aliases, `*` and `-name` resolved once).
+    pub controllers: ControllerSet,
     /// cloud-node controller settings.
     pub node: NodeControllerConfig,
-    /// Service controller settings (`--concurrent-service-syncs`, `--cluster-name`,
-    /// `--load-balancer-class`).
-    pub service: ServiceControllerConfig,
+    /// Service controller settings other than the cluster name (see [`Options::service_config`]).
+    pub service: ServiceOptions,
     /// `--node-monitor-period` of the lifecycle controller.
     pub node_monitor_period: Duration,
     /// `--min-resync-period`: informers replay their cache every [period, 2 × period).
@@ -31,55 +32,97 @@ pub struct Options {
     pub leader_election: Option<LeaderElectionOptions>,
     /// The secure port.
     pub serving: SecureServingOptions,
-    /// `--cluster-name`, passed to the provider.
+    /// `--cluster-name`: the only copy; the service and route controllers get it from here
+    /// ([`Options::service_config`], [`Options::route_config`]).
     pub cluster_name: String,
-    /// The route controller's settings when routes are to be configured
-    /// (`--allocate-node-cidrs` and `--configure-cloud-routes`, with `--cluster-cidr`).
-    pub routes: Option<RouteControllerConfig>,
+    /// The route settings when routes are to be configured (`--allocate-node-cidrs` and
+    /// `--configure-cloud-routes`, with `--cluster-cidr`); see [`Options::route_config`].
+    pub routes: Option<RouteOptions>,
     /// Log format and verbosity.
     pub logging: LoggingOptions,
     /// Warnings to log once logging is up.
     pub warnings: Vec<String>,
 }
 
+impl Options {
+    /// The service controller's configuration: [`Options::service`] with the cluster name.
+    pub fn service_config(&self) -> ServiceControllerConfig {
+        ServiceControllerConfig {
+            workers: self.service.workers,
+            cluster_name: self.cluster_name.clone(),
+            load_balancer_class: self.service.load_balancer_class.clone(),
+        }
+    }
+
+    /// The route controller's configuration, if routes are to be configured.
+    pub fn route_config(&self) -> Option<RouteControllerConfig> {
+        self.routes.as_ref().map(|r| RouteControllerConfig {
+            cluster_name: self.cluster_name.clone(),
+            cluster_cidrs: r.cluster_cidrs.clone(),
+            mode: r.mode,
+            min_interval: r.min_interval,
+        })
+    }
+}
+
+/// `--concurrent-service-syncs` and `--load-balancer-class`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceOptions {
+    /// Services synced at once.
+    pub workers: usize,
+    /// The only `spec.loadBalancerClass` served; `None`: the Services without a class.
+    pub load_balancer_class: Option<String>,
+}
+
+/// `--cluster-cidr` and the route reconcile mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteOptions {
+    /// The pod network (one CIDR, or an IPv4 and an IPv6 one); routes outside it are never touched.
+    pub cluster_cidrs: Vec<IpNet>,
+    /// Watch-based with a safety resync, or periodic.
+    pub mode: ReconcileMode,
+    /// The shortest time between two route reconciles.
+    pub min_interval: Duration,
+}
+
 /// Connection to the Kubernetes API server.
 #[derive(Debug, Clone)]
 pub struct KubeOptions {
-    /// `--kubeconfig`.
+    /// The kubeconfig file (`--kubeconfig`); `None`: in-cluster, else `$KUBECONFIG` or `~/.kube/config`.
     pub kubeconfig: Option<PathBuf>,
-    /// `--master`.
+    /// The API server URL, overriding the kubeconfig's (`--master`).
     pub master: Option<String>,
-    /// `--kube-api-qps`, per client.
+    /// Requests per second to the API server, per client (`--kube-api-qps`).
     pub qps: f64,
-    /// `--kube-api-burst`, per client.
+    /// Requests allowed above `qps` in a burst, per client (`--kube-api-burst`).
     pub burst: u32,
 }
 
 /// `--leader-elect-*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderElectionOptions {
-    /// `--leader-elect-lease-duration`.
+    /// How long a standby waits after the last renewal it saw before taking over.
     pub lease_duration: Duration,
-    /// `--leader-elect-renew-deadline`.
+    /// How long the leader keeps trying to renew before it gives up leadership.
     pub renew_deadline: Duration,
-    /// `--leader-elect-retry-period`.
+    /// How often the leader renews and a standby tries to acquire.
     pub retry_period: Duration,
-    /// `--leader-elect-resource-name`.
+    /// The Lease's name.
     pub name: String,
-    /// `--leader-elect-resource-namespace`.
+    /// The Lease's namespace.
     pub namespace: String,
 }
 
 /// `--bind-address`, `--secure-port`, `--tls-*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecureServingOptions {
-    /// `--bind-address`.
+    /// The address the secure port listens on.
     pub bind_address: IpAddr,
     /// `--secure-port` (0 = off).
     pub port: u16,
-    /// `--tls-cert-file`.
+    /// The serving certificate (PEM); `None`: a self-signed one, generated in memory.
     pub cert_file: Option<PathBuf>,
-    /// `--tls-private-key-file`.
+    /// The private key of `cert_file` (PEM).
     pub key_file: Option<PathBuf>,
 }
 
@@ -88,6 +131,15 @@ pub struct SecureServingOptions {
 pub struct LoggingOptions {
     /// Plain or JSON.
     pub format: LogFormat,
-    /// klog-style verbosity.
+    /// klog-style verbosity: 0-1 info, 2-4 debug, 5+ trace.
     pub verbosity: u8,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Plain,
+    /// One JSON object per line.
+    Json,
 }

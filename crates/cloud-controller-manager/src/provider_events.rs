@@ -86,7 +86,7 @@ impl EventSink for RecorderSink {
 
 #[cfg(test)]
 mod tests {
-    use controller_runtime::events::DEFAULT_QUEUE_CAPACITY;
+    use controller_runtime::events::queue::DEFAULT_QUEUE_CAPACITY;
     use controller_runtime::{EventRecorder, RuntimeMetrics};
     use tokio_util::sync::CancellationToken;
 

@@ -17,9 +17,9 @@ pub struct EventObject {
     pub api_version: &'static str,
     /// Namespace, for namespaced objects.
     pub namespace: Option<String>,
-    /// Name.
+    /// `metadata.name` of the object (empty if the object had none).
     pub name: String,
-    /// UID.
+    /// `metadata.uid` of the object; None for an object not yet stored by the API server.
     pub uid: Option<String>,
 }
 

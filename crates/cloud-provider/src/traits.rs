@@ -134,9 +134,9 @@ pub trait Instances: Send + Sync + 'static {
 /// A failure domain (upstream `cloudprovider.Zone`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Zone {
-    /// Zone.
+    /// The zone, written to the Node's `topology.kubernetes.io/zone` label. Empty if unknown.
     pub failure_domain: String,
-    /// Region.
+    /// The region, written to the Node's `topology.kubernetes.io/region` label. Empty if unknown.
     pub region: String,
 }
 

@@ -57,7 +57,7 @@ impl fmt::Display for AddressType {
 /// One address of a node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NodeAddress {
-    /// Kind.
+    /// What the address is (`InternalIP`, `ExternalIP`, `Hostname`, ...), i.e. `NodeAddress.type`.
     pub kind: AddressType,
     /// The address (an IP or a name), as the cloud spells it.
     pub address: String,
@@ -156,11 +156,12 @@ impl IpMode {
 /// One ingress point of a load balancer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct LoadBalancerIngress {
-    /// IP address.
+    /// IP address of the ingress point; None for a hostname-only ingress.
     pub ip: Option<String>,
-    /// Hostname.
+    /// DNS name of the ingress point, for clouds that hand out names instead of (or besides) IPs.
     pub hostname: Option<String>,
-    /// IP mode.
+    /// Written to `status.loadBalancer.ingress[].ipMode`; None leaves it unset (kube-proxy then
+    /// treats the IP as `VIP`).
     pub ip_mode: Option<IpMode>,
 }
 

@@ -8,13 +8,11 @@
 //! the CCM's logs. Publishing failures are logged, never propagated.
 //!
 //! Callers that must not wait for the API server (a cloud provider raising events from inside
-//! its calls) go through an [`EventQueue`]: bounded like client-go's broadcaster (1,000 events,
+//! its calls) go through an [`EventQueue`](queue::EventQueue): bounded like client-go's broadcaster (1,000 events,
 //! the rest dropped and counted), repeats folded into one pending event, published one at a
 //! time by a single task.
 
-mod queue;
-
-pub use queue::{DEFAULT_QUEUE_CAPACITY, EventQueue, Queued};
+pub mod queue;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,21 +3,32 @@
 //!
 //! ```text
 //!  kube-apiserver ──watch──► Informer<K> (one per resource, shared cache + handlers)
-//!                                │ handlers (old, new) ──► WorkQueue<Key> (dedup, per-key backoff)
-//!                                │                              │
-//!                                ▼                              ▼
-//!                          Store<K> (reads)          Workers::run ── Reconciler::reconcile(key)
-//!                                                       │ Ok: forget / requeue_after / retry what
-//!                                                       │     failed during an outage
-//!                                                       │ Err: backoff or retry_after; Warning
-//!                                                       ▼      event on first failure + doublings
-//!                                               writes: merge patches (planned as data by pure
-//!                                               planners), retry_on_conflict, EventRecorder
+//!                                │ handlers (old, new)
+//!                                ├──► WorkQueue<ObjectRef<K>> (dedup, per-key backoff)
+//!                                │       │
+//!                                │       ▼
+//!                                │    Workers::run ── Reconciler::reconcile(key)
+//!                                │       │ Ok: forget / requeue_after / retry what failed
+//!                                │       │     during an outage
+//!                                │       │ Err: backoff or retry_after; Warning event on
+//!                                │       │      first failure + doublings
+//!                                ├──► PassTrigger ──► Passes::run ── one pass over the cluster
+//!                                │       (paced by a min interval, a burst is one pass, a
+//!                                │        safety resync or period, backoff on error)
+//!                                ▼       │
+//!                          Store<K> (reads, by ObjectRef<K>)
+//!                                        ▼
+//!                                writes: merge patches (planned as data by pure planners),
+//!                                retry_on_conflict, EventRecorder
 //! ```
 //!
 //! - [`informer`]: a shared informer (one watch, one cache, many handlers, resync).
 //! - [`workqueue`]: a deduplicating, rate-limited work queue.
-//! - [`worker`]: the one reconcile loop ([`Reconciler`], [`Workers`]).
+//! - [`worker`]: the one reconcile loop ([`Reconciler`], [`Workers`]) over typed keys
+//!   ([`ObjectRef`](kube::runtime::reflector::ObjectRef), shown as `namespace/name` by
+//!   [`KeyName`]).
+//! - [`pass`]: paced, single-flight passes over the whole cluster ([`Passes`]) for controllers
+//!   whose work is not per object.
 //! - [`events`]: core/v1 Events with client-go-style aggregation, and a bounded queue for
 //!   callers that must not wait.
 //! - [`writes`]: field-manager patch parameters, conflict retries, error classification.
@@ -33,12 +44,14 @@ pub mod informer;
 pub mod keyed_lock;
 pub mod merge_patch;
 pub mod metrics;
+pub mod pass;
 pub mod periodic;
 pub mod worker;
 pub mod workqueue;
 pub mod writes;
 
-pub use events::{EventQueue, EventRecorder, object_ref};
+pub use events::queue::EventQueue;
+pub use events::{EventRecorder, object_ref};
 
 /// The I/O handles a controller gets from its manager.
 #[derive(Clone)]
@@ -65,5 +78,6 @@ impl ControllerIo {
 pub use informer::{Change, Informer, Synced};
 pub use keyed_lock::{KeyedGuard, KeyedLock};
 pub use metrics::RuntimeMetrics;
-pub use worker::{ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, panic_message};
+pub use pass::{PassConfig, PassTimer, PassTrigger, Passes};
+pub use worker::{KeyName, ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, key_of, panic_message};
 pub use workqueue::{ExponentialBackoff, WorkQueue};

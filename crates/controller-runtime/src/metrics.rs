@@ -24,7 +24,7 @@ pub struct QueueLabels {
 /// Labels of the per-controller metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
-    /// The controller.
+    /// The controller's name (its `WorkerConfig::name`, e.g. `service-lb-controller`).
     pub controller: String,
 }
 
@@ -38,7 +38,7 @@ pub struct ComponentLabels {
 /// Labels of the reconcile metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
-    /// The controller.
+    /// The controller's name (its `WorkerConfig::name`, e.g. `service-lb-controller`).
     pub controller: String,
     /// `success`, `error` (backed off), `requeue_after` (fixed retry delay).
     pub result: &'static str,

@@ -21,10 +21,9 @@
 //!   any error, while the other keys go on. A panic anywhere else in the loop ends
 //!   [`Workers::run`] with that panic, so whoever runs the controller sees it stop.
 
-use std::collections::BTreeSet;
-use std::fmt::{Debug, Display};
+use std::collections::HashSet;
+use std::fmt::{self, Display};
 use std::future::Future;
-use std::hash::Hash;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,6 +31,7 @@ use sync_lock::Unpoison as _;
 
 use futures::FutureExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::reflector::{Lookup, ObjectRef};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
@@ -74,21 +74,59 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
     }
 }
 
-/// A controller's reconcile logic for one key.
+/// A controller's reconcile logic for one object.
 pub trait Reconciler: Send + Sync + 'static {
-    /// What the queue holds (e.g. a node name, a `namespace/name`).
-    type Key: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static;
+    /// The kind of object the controller reconciles; its queue holds [`ObjectRef`]s to them,
+    /// the keys the informer's store is read with.
+    type Resource: kube::Resource<DynamicType = ()> + Send + Sync + 'static;
     /// Why a reconcile failed.
     type Error: ReconcileError;
 
     /// Brings the object behind `key` to its desired state.
-    fn reconcile(&self, key: &Self::Key) -> impl Future<Output = Result<Reconciled, Self::Error>> + Send;
+    fn reconcile(
+        &self,
+        key: &ObjectRef<Self::Resource>,
+    ) -> impl Future<Output = Result<Reconciled, Self::Error>> + Send;
 
     /// The object a Warning event about a failure of `key` is attached to, if it still exists.
-    fn regarding(&self, key: &Self::Key) -> Option<ObjectReference>;
+    fn regarding(&self, key: &ObjectRef<Self::Resource>) -> Option<ObjectReference>;
 }
 
-/// How [`run_workers`] runs a reconciler.
+/// A queue key of `R`.
+type Key<R> = ObjectRef<<R as Reconciler>::Resource>;
+
+/// An object's key as client-go writes it (`MetaNamespaceKeyFunc`) and logs show it:
+/// `namespace/name`, or `name` for a cluster-scoped object.
+pub struct KeyName<'a, K: Lookup>(pub &'a ObjectRef<K>);
+
+impl<K: Lookup> Display for KeyName<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+            Some(ns) => write!(f, "{ns}/{}", self.0.name),
+            None => f.write_str(&self.0.name),
+        }
+    }
+}
+
+/// The key of `object`: its name, within its namespace if it has one. (An object without a
+/// name, which the API server never hands out, gets the empty name instead of a panic.)
+pub fn key_of<K: kube::Resource<DynamicType = ()>>(object: &K) -> ObjectRef<K> {
+    let meta = object.meta();
+    let key = ObjectRef::new(meta.name.as_deref().unwrap_or_default());
+    match meta.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        Some(ns) => key.within(ns),
+        None => key,
+    }
+}
+
+/// A cluster pass or a reconcile that cannot fail.
+impl ReconcileError for std::convert::Infallible {
+    fn event_reason(&self) -> Option<&str> {
+        match *self {}
+    }
+}
+
+/// How [`Workers::run`] runs a reconciler.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     /// The controller's name (logs, metrics).
@@ -108,18 +146,18 @@ impl WorkerConfig {
 
 struct Loop<R: Reconciler> {
     reconciler: Arc<R>,
-    queue: WorkQueue<R::Key>,
+    queue: WorkQueue<Key<R>>,
     events: Option<EventRecorder>,
     metrics: Option<RuntimeMetrics>,
     name: String,
     /// Keys whose last reconcile failed transiently.
-    transient: Mutex<BTreeSet<R::Key>>,
+    transient: Mutex<HashSet<Key<R>>>,
 }
 
 /// A reconciler with its queue, ready to run.
 pub struct Workers<R: Reconciler> {
     reconciler: Arc<R>,
-    queue: WorkQueue<R::Key>,
+    queue: WorkQueue<Key<R>>,
     config: WorkerConfig,
     events: Option<EventRecorder>,
     metrics: Option<RuntimeMetrics>,
@@ -128,7 +166,7 @@ pub struct Workers<R: Reconciler> {
 impl<R: Reconciler> Workers<R> {
     /// Workers for `reconciler` over `queue`. Without [`Workers::events`], failures are only
     /// logged.
-    pub fn new(reconciler: Arc<R>, queue: WorkQueue<R::Key>, config: WorkerConfig) -> Self {
+    pub fn new(reconciler: Arc<R>, queue: WorkQueue<Key<R>>, config: WorkerConfig) -> Self {
         Workers { reconciler, queue, config, events: None, metrics: None }
     }
 
@@ -182,7 +220,7 @@ impl<R: Reconciler> Workers<R> {
 }
 
 impl<R: Reconciler> Loop<R> {
-    fn transient(&self) -> std::sync::MutexGuard<'_, BTreeSet<R::Key>> {
+    fn transient(&self) -> std::sync::MutexGuard<'_, HashSet<Key<R>>> {
         // Inserts and removes only; a poisoned set is still a valid set.
         self.transient.lock_unpoisoned()
     }
@@ -195,7 +233,7 @@ impl<R: Reconciler> Loop<R> {
 
     async fn worker(&self) {
         while let Some(key) = self.queue.get().await {
-            debug!(%key, "reconciling");
+            debug!(key = %KeyName(&key), "reconciling");
             // Unwind safety: after a panic the reconciler is used again for other keys. What a
             // reconcile leaves behind is its writes (planned, idempotent, retried) and the
             // shared state behind locks that every user of this runtime treats as consistent
@@ -209,7 +247,7 @@ impl<R: Reconciler> Loop<R> {
     }
 
     /// A reconcile of `key` panicked: count and log it, retry the key with backoff.
-    fn panicked(&self, key: &R::Key, panic: &(dyn std::any::Any + Send)) {
+    fn panicked(&self, key: &Key<R>, panic: &(dyn std::any::Any + Send)) {
         if let Some(m) = &self.metrics {
             m.reconcile_panicked(&self.name);
         }
@@ -218,14 +256,14 @@ impl<R: Reconciler> Loop<R> {
         let delay = self.queue.add_rate_limited(key.clone());
         error!(
             controller = %self.name,
-            %key,
+            key = %KeyName(key),
             panic = panic_message(panic),
             ?delay,
             "reconcile panicked (a bug); retrying the key with backoff"
         );
     }
 
-    async fn handle(&self, key: &R::Key, result: Result<Reconciled, R::Error>) {
+    async fn handle(&self, key: &Key<R>, result: Result<Reconciled, R::Error>) {
         match result {
             Ok(outcome) => {
                 self.count("success");
@@ -252,16 +290,16 @@ impl<R: Reconciler> Loop<R> {
                     (Some(events), Some(reason), Some(regarding)) => {
                         events.warning(&regarding, reason, e.to_string()).await;
                     }
-                    _ => warn!(%key, error = %e, failures = failures + 1, "reconcile failed"),
+                    _ => warn!(key = %KeyName(key), error = %e, failures = failures + 1, "reconcile failed"),
                 }
                 if let Some(delay) = e.retry_after() {
                     self.count("requeue_after");
                     self.queue.add_after(key.clone(), delay);
-                    debug!(%key, ?delay, "retrying after the requested delay");
+                    debug!(key = %KeyName(key), ?delay, "retrying after the requested delay");
                 } else {
                     self.count("error");
                     let delay = self.queue.add_rate_limited(key.clone());
-                    debug!(%key, ?delay, "requeued with backoff");
+                    debug!(key = %KeyName(key), ?delay, "requeued with backoff");
                 }
             }
         }
@@ -287,7 +325,7 @@ impl<R: Reconciler> Loop<R> {
             }
             let probe = self.transient().iter().next().cloned();
             if let Some(key) = probe {
-                debug!(%key, "probing whether the remote side recovered");
+                debug!(key = %KeyName(&key), "probing whether the remote side recovered");
                 self.queue.add(key);
             }
         }
@@ -307,253 +345,5 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::workqueue::ExponentialBackoff;
-    use std::collections::HashMap;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("{0}")]
-    struct TestError(&'static str);
-
-    impl ReconcileError for TestError {
-        fn event_reason(&self) -> Option<&str> {
-            Some("TestFailed")
-        }
-        fn is_transient(&self) -> bool {
-            self.0 == "outage"
-        }
-        fn retry_after(&self) -> Option<Duration> {
-            (self.0 == "pending").then_some(Duration::from_secs(42))
-        }
-    }
-
-    /// Answers per key from a script; records every call with its (paused) time.
-    #[derive(Default)]
-    struct Scripted {
-        answers: Mutex<HashMap<&'static str, Vec<Result<Reconciled, &'static str>>>>,
-        calls: Mutex<Vec<(&'static str, tokio::time::Instant)>>,
-    }
-
-    impl Reconciler for Scripted {
-        type Key = &'static str;
-        type Error = TestError;
-        async fn reconcile(&self, key: &&'static str) -> Result<Reconciled, TestError> {
-            self.calls.lock().expect("lock").push((key, tokio::time::Instant::now()));
-            let mut answers = self.answers.lock().expect("lock");
-            let script = answers.get_mut(key).expect("scripted key");
-            let next = if script.len() > 1 { script.remove(0) } else { script[0] };
-            next.map_err(TestError)
-        }
-        fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
-            None
-        }
-    }
-
-    fn calls_of(r: &Scripted, key: &str) -> Vec<tokio::time::Instant> {
-        r.calls.lock().expect("lock").iter().filter(|(k, _)| *k == key).map(|(_, t)| *t).collect()
-    }
-
-    type Script = Vec<(&'static str, Vec<Result<Reconciled, &'static str>>)>;
-
-    /// An hour-long backoff: a key that failed is not retried by its backoff during a test.
-    const SLOW: ExponentialBackoff =
-        ExponentialBackoff { base: Duration::from_secs(3600), max: Duration::from_secs(3600) };
-
-    async fn start(
-        script: Script,
-        backoff: ExponentialBackoff,
-    ) -> (Arc<Scripted>, WorkQueue<&'static str>, CancellationToken) {
-        let r = Arc::new(Scripted { answers: Mutex::new(script.into_iter().collect()), ..Default::default() });
-        let token = CancellationToken::new();
-        let queue = WorkQueue::new("test", backoff, token.clone());
-        tokio::spawn(Workers::new(r.clone(), queue.clone(), WorkerConfig::new("test", 2)).run());
-        (r, queue, token)
-    }
-
-    async fn settle() {
-        for _ in 0..50 {
-            tokio::task::yield_now().await;
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn errors_back_off_per_key_and_success_forgets() {
-        let (r, q, token) = start(
-            vec![("k", vec![Err("bad"), Err("bad"), Err("bad"), Ok(Reconciled::DONE)])],
-            ExponentialBackoff::CONTROLLER_DEFAULT,
-        )
-        .await;
-        q.add("k");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let calls = calls_of(&r, "k");
-        assert_eq!(calls.len(), 4, "three failures, then success");
-        // client-go's per-key backoff: 5 ms, 10 ms, 20 ms between attempts.
-        let gaps: Vec<Duration> = calls.windows(2).map(|w| w[1] - w[0]).collect();
-        assert_eq!(gaps, vec![Duration::from_millis(5), Duration::from_millis(10), Duration::from_millis(20)]);
-        assert_eq!(q.failures(&"k"), 0, "success forgets the failures");
-        token.cancel();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn retry_after_waits_exactly_that_long_without_counting_a_failure() {
-        let (r, q, token) = start(vec![("svc", vec![Err("pending"), Ok(Reconciled::DONE)])], SLOW).await;
-        q.add("svc");
-        settle().await;
-        assert_eq!(q.failures(&"svc"), 0, "upstream RetryError: no rate-limited requeue");
-        tokio::time::sleep(Duration::from_secs(41)).await;
-        assert_eq!(calls_of(&r, "svc").len(), 1, "not before 42 s");
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let calls = calls_of(&r, "svc");
-        assert_eq!(calls.len(), 2);
-        assert_eq!(calls[1] - calls[0], Duration::from_secs(42));
-        token.cancel();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn requeue_after_reconciles_again_later() {
-        let requeue = Reconciled { remote_answered: false, requeue_after: Some(Duration::from_secs(10)) };
-        let (r, q, token) = start(vec![("k", vec![Ok(requeue), Ok(Reconciled::DONE)])], SLOW).await;
-        q.add("k");
-        tokio::time::sleep(Duration::from_secs(11)).await;
-        let calls = calls_of(&r, "k");
-        assert_eq!(calls.len(), 2);
-        assert_eq!(calls[1] - calls[0], Duration::from_secs(10));
-        token.cancel();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_answer_from_the_remote_side_retries_every_transient_failure_at_once() {
-        let (r, q, token) = start(
-            vec![
-                ("a", vec![Err("outage"), Ok(Reconciled::DONE)]),
-                ("b", vec![Err("outage"), Ok(Reconciled::DONE)]),
-                ("c", vec![Ok(Reconciled::ANSWERED)]),
-            ],
-            SLOW,
-        )
-        .await;
-        // a and b fail: their backoff is an hour.
-        q.add("a");
-        q.add("b");
-        settle().await;
-        assert_eq!((calls_of(&r, "a").len(), calls_of(&r, "b").len()), (1, 1));
-        // c's reconcile reaches the remote side: a and b are retried now, not in an hour.
-        q.add("c");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        assert_eq!((calls_of(&r, "a").len(), calls_of(&r, "b").len()), (2, 2));
-        assert_eq!(q.failures(&"a"), 0, "the retry succeeded");
-        token.cancel();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_recovery_probe_retries_one_transient_failure_per_interval() {
-        let (r, q, token) = start(vec![("a", vec![Err("outage")]), ("x", vec![Err("bad")])], SLOW).await;
-        q.add("a");
-        q.add("x");
-        settle().await;
-        let start = tokio::time::Instant::now();
-        tokio::time::sleep(Duration::from_secs(61)).await;
-        let calls = calls_of(&r, "a");
-        assert_eq!(calls.len(), 3, "probed at 30 s and 60 s although its backoff is an hour");
-        assert_eq!(calls[1] - start, Duration::from_secs(30));
-        assert_eq!(calls_of(&r, "x").len(), 1, "a non-transient failure is not probed");
-        token.cancel();
-    }
-
-    /// Panics the first time it reconciles `boom`; everything else succeeds.
-    #[derive(Default)]
-    struct PanicsOnce {
-        calls: Mutex<Vec<(&'static str, tokio::time::Instant)>>,
-    }
-
-    impl Reconciler for PanicsOnce {
-        type Key = &'static str;
-        type Error = TestError;
-        async fn reconcile(&self, key: &&'static str) -> Result<Reconciled, TestError> {
-            let first = {
-                let mut calls = self.calls.lock().expect("lock");
-                calls.push((key, tokio::time::Instant::now()));
-                calls.iter().filter(|(k, _)| k == key).count() == 1
-            };
-            if *key == "boom" && first {
-                panic!("reconciling boom hit a bug");
-            }
-            Ok(Reconciled::DONE)
-        }
-        fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
-            None
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_panicking_reconcile_is_counted_and_its_key_retried_with_backoff() {
-        let metrics = RuntimeMetrics::default();
-        let mut registry = prometheus_client::registry::Registry::default();
-        metrics.register(&mut registry);
-        let r = Arc::new(PanicsOnce::default());
-        let token = CancellationToken::new();
-        let q = WorkQueue::new("test", ExponentialBackoff::CONTROLLER_DEFAULT, token.clone());
-        // One worker: if the panic took it down, nothing else would ever be reconciled.
-        tokio::spawn(Workers::new(r.clone(), q.clone(), WorkerConfig::new("test", 1)).metrics(metrics).run());
-        q.add("boom");
-        q.add("other");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let t0 = r.calls.lock().expect("lock").first().map(|(_, t)| *t);
-        let calls: Vec<(&str, Duration)> =
-            r.calls.lock().expect("lock").iter().map(|(k, t)| (*k, t.duration_since(t0.unwrap_or(*t)))).collect();
-        // The panic released the key: `other` is reconciled, then `boom` again after the first
-        // backoff step (5 ms), and its success forgets the failure.
-        assert_eq!(
-            calls,
-            vec![("boom", Duration::ZERO), ("other", Duration::ZERO), ("boom", Duration::from_millis(5))]
-        );
-        assert_eq!(q.failures(&"boom"), 0);
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
-        for needle in [
-            "controller_reconcile_panics_total{controller=\"test\"} 1\n",
-            "controller_reconcile_total{controller=\"test\",result=\"error\"} 1\n",
-            "controller_reconcile_total{controller=\"test\",result=\"success\"} 2\n",
-        ] {
-            assert!(text.contains(needle), "{needle} missing in\n{text}");
-        }
-        token.cancel();
-    }
-
-    /// Fails every key, and panics when asked which object a failure is about.
-    struct BrokenRegarding;
-
-    impl Reconciler for BrokenRegarding {
-        type Key = &'static str;
-        type Error = TestError;
-        async fn reconcile(&self, _: &&'static str) -> Result<Reconciled, TestError> {
-            Err(TestError("bad"))
-        }
-        fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
-            panic!("regarding hit a bug");
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_panic_outside_a_reconcile_ends_run_with_that_panic() {
-        let token = CancellationToken::new();
-        let q = WorkQueue::new("test", SLOW, token.clone());
-        let run = tokio::spawn(Workers::new(Arc::new(BrokenRegarding), q.clone(), WorkerConfig::new("test", 2)).run());
-        q.add("k");
-        let joined = tokio::time::timeout(Duration::from_secs(1), run).await.expect("run ends with the panic");
-        let panic = joined.err().filter(|e| e.is_panic()).map(|e| e.into_panic());
-        assert_eq!(panic.as_deref().map(panic_message), Some("regarding hit a bug"));
-        assert!(!token.is_cancelled(), "ended by the panic, not by shutdown");
-    }
-
-    #[test]
-    fn panic_messages_of_literals_and_format_strings() {
-        let literal = std::panic::catch_unwind(|| panic!("plain")).err();
-        assert_eq!(literal.as_deref().map(panic_message), Some("plain"));
-        let formatted = std::panic::catch_unwind(|| panic!("key {}", 7)).err();
-        assert_eq!(formatted.as_deref().map(panic_message), Some("key 7"));
-        let other = std::panic::catch_unwind(|| std::panic::panic_any(42_u8)).err();
-        assert_eq!(other.as_deref().map(panic_message), Some("a panic without a message"));
-    }
-}
+#[path = "worker_tests.rs"]
+mod tests;

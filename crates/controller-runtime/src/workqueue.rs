@@ -27,7 +27,7 @@ use crate::metrics::{QueueMetrics, RuntimeMetrics};
 pub struct ExponentialBackoff {
     /// Delay after the first failure.
     pub base: Duration,
-    /// Largest delay.
+    /// Cap of the delay, however many failures.
     pub max: Duration,
 }
 

@@ -31,8 +31,8 @@ use tracing::warn;
 use crate::error::{Error, parse_api_error};
 use crate::models::Action;
 use crate::observe::{InFlight, RequestGate, RequestObserver, api_endpoint};
+use crate::poll::PollPolicy;
 use crate::retry::{self, RetryPolicy, Verdict};
-use crate::waiter::PollPolicy;
 use crate::wire_log;
 
 /// The public API's base URL.

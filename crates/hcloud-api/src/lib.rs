@@ -46,6 +46,7 @@
 mod client;
 mod endpoints;
 mod error;
+mod error_code;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -53,6 +54,7 @@ mod http_date;
 pub mod models;
 mod observe;
 mod paging;
+mod poll;
 mod retry;
 pub mod robot;
 mod string_enum;
@@ -70,11 +72,11 @@ pub use error::{ApiError, Error, ErrorCode, ErrorDetails, InvalidField};
 pub use models::Action;
 pub use observe::{RequestEvent, RequestGate, RequestObserver, RequestStart, api_endpoint};
 pub use paging::Page;
+pub use poll::PollPolicy;
 /// The HTTP method type of [`RequestEvent::method`].
 pub use reqwest::Method;
 pub use retry::RetryPolicy;
 pub use secrecy::SecretString;
-pub use waiter::PollPolicy;
 
 impl Client {
     /// Server endpoints.

@@ -16,21 +16,7 @@ use tracing::warn;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode};
 use crate::models::{Action, ActionId, ActionStatus};
-
-/// How the action waiter polls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PollPolicy {
-    /// First poll interval.
-    pub initial: Duration,
-    /// Largest poll interval; the interval grows by 1.5x per poll up to this.
-    pub max: Duration,
-}
-
-impl Default for PollPolicy {
-    fn default() -> Self {
-        PollPolicy { initial: Duration::from_millis(250), max: Duration::from_secs(2) }
-    }
-}
+use crate::poll::PollPolicy;
 
 fn failed(a: &Action) -> Error {
     let (code, message) = a

@@ -275,7 +275,7 @@ impl FaultRule {
 pub struct ActiveFault {
     /// Fault id (for listing).
     pub id: u64,
-    /// The rule.
+    /// Which requests the fault matches and what it answers them with, as installed.
     pub rule: FaultRule,
     /// Remaining matches; `None` = unlimited.
     pub remaining: Option<u32>,

@@ -21,9 +21,9 @@ use crate::error::ApiError;
 /// The basic-auth credentials the fake's Robot part accepts (default `robot` / `robot-password`).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RobotCredentials {
-    /// User name.
+    /// Basic-auth user name (default `robot`).
     pub user: String,
-    /// Password.
+    /// Basic-auth password (default `robot-password`; redacted in `Debug`).
     pub password: String,
 }
 
@@ -116,13 +116,13 @@ pub struct RobotServerPatch {
 /// A dedicated server as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RobotServer {
-    /// Number.
+    /// Server number, sent as `server_number` (the key of the Robot state; from 100001 unless seeded).
     pub number: u64,
-    /// Name.
+    /// Server name, sent as `server_name` (the name given in Robot).
     pub name: String,
-    /// Product.
+    /// Product name, sent as `product` (e.g. `AX41-NVMe`).
     pub product: String,
-    /// Datacenter.
+    /// Datacenter, sent as `dc` (e.g. `FSN1-DC14`).
     pub dc: String,
     /// Public IPv4.
     pub ipv4: Option<Ipv4Addr>,

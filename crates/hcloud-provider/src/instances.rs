@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use cloud_provider::events::EventSink;
 use cloud_provider::{AddressType, CloudError, InstanceMetadata, InstancesV2, LookupPurpose, NodeAddress};
-use hcloud_api::ErrorCode;
 use hcloud_api::models::{NetworkId, Server, ServerStatus};
 use k8s_openapi::api::core::v1::Node;
 use tracing::debug;
 
+use crate::api_error::api_error;
 use crate::config::AddressFamily;
 use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
@@ -57,35 +57,6 @@ pub fn node_addresses(server: &Server, family: AddressFamily, network: Option<Ne
         out.push(NodeAddress::new(AddressType::InternalIp, ip.to_string()));
     }
     out
-}
-
-/// Maps an API error to a provider error with an event reason naming the cause.
-///
-/// Only the API's own `not_found` ever reaches callers as "absent" (the inventory answers
-/// `None` for it); everything else here — including a 404 page of a proxy or a wrong
-/// `HCLOUD_ENDPOINT` — is an error, so no Node is deleted because of it. A request the
-/// client's gate refused (e.g. after losing leadership) is transient: it says nothing about
-/// the node.
-pub(crate) fn api_error(what: &str, e: hcloud_api::Error) -> CloudError {
-    let (reason, transient) = match e.code() {
-        _ if e.is_not_sent() => ("HcloudAPIRequestNotSent", true),
-        Some(ErrorCode::RateLimitExceeded) => ("RateLimitExceeded", true),
-        Some(ErrorCode::Unauthorized) => ("Unauthorized", false),
-        Some(ErrorCode::Forbidden) => ("Forbidden", false),
-        _ if e.is_transient() => ("HcloudAPIUnavailable", true),
-        _ => ("HcloudAPIError", false),
-    };
-    let hint = match reason {
-        "Unauthorized" => "; the Hetzner Cloud token (HCLOUD_TOKEN) was rejected",
-        "RateLimitExceeded" => "; the project's API budget is used up, retrying later",
-        _ => "",
-    };
-    CloudError::Failed {
-        reason: reason.into(),
-        message: format!("{what}: {e}{hint}"),
-        transient,
-        source: Some(Box::new(e)),
-    }
 }
 
 /// Robot support of the instances (`ROBOT_ENABLED=true`).

@@ -39,11 +39,11 @@ use sync_lock::Unpoison as _;
 
 use hcloud_api::models::{Server, ServerId, ServerListParams};
 use hcloud_api::{Client, Error, LIST_ALL_PER_PAGE};
-use prometheus_client::metrics::counter::Counter;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::config::CacheMode;
+pub use crate::metrics::InventoryStats;
 
 /// How to find a server.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -63,29 +63,6 @@ pub struct AllServers {
     pub as_of: Instant,
     /// True if this call listed (a request), false if a snapshot answered.
     pub listed: bool,
-}
-
-/// Counters of what the inventory did (Prometheus counters, exported by [`HcloudMetrics`]).
-///
-/// [`HcloudMetrics`]: crate::HcloudMetrics
-#[derive(Debug, Default, Clone)]
-pub struct InventoryStats {
-    /// Lookups answered from memory, positively or negatively.
-    pub hits: Counter,
-    /// Lookups that needed the API.
-    pub misses: Counter,
-    /// Snapshot refreshes (each is one paginated list).
-    pub lists: Counter,
-    /// Single-server requests.
-    pub singles: Counter,
-    /// Cooldowns started by transient API failures.
-    pub cooldowns: Counter,
-}
-
-impl InventoryStats {
-    pub(crate) fn with_counters(hits: Counter, misses: Counter, other: crate::metrics::InventoryCounters) -> Self {
-        InventoryStats { hits, misses, lists: other.lists, singles: other.singles, cooldowns: other.cooldowns }
-    }
 }
 
 struct Entry {

@@ -25,6 +25,7 @@
 //!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
 
+mod api_error;
 pub mod cloud;
 pub mod config;
 pub mod instances;

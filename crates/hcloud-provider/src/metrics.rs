@@ -196,10 +196,10 @@ impl HcloudMetrics {
     }
 
     /// The counters of a server inventory in `mode`: hits and misses of subsystem `instances`.
-    pub(crate) fn inventory(&self, mode: CacheMode) -> crate::inventory::InventoryStats {
+    pub(crate) fn inventory(&self, mode: CacheMode) -> InventoryStats {
         let mode = mode_label(mode);
         let counter = |result| self.cache.get_or_create(&CacheLabels { subsystem: "instances", mode, result }).clone();
-        crate::inventory::InventoryStats::with_counters(counter("hit"), counter("miss"), self.inventory.clone())
+        InventoryStats::with_counters(counter("hit"), counter("miss"), self.inventory.clone())
     }
 }
 
@@ -232,6 +232,27 @@ impl RequestObserver for HcloudMetrics {
             self.ratelimit_limit.set(i64::from(rl.limit));
             self.ratelimit_remaining.set(i64::from(rl.remaining));
         }
+    }
+}
+
+/// Counters of what the inventory did (Prometheus counters, exported by [`HcloudMetrics`]).
+#[derive(Debug, Default, Clone)]
+pub struct InventoryStats {
+    /// Lookups answered from memory, positively or negatively.
+    pub hits: Counter,
+    /// Lookups that needed the API.
+    pub misses: Counter,
+    /// Snapshot refreshes (each is one paginated list).
+    pub lists: Counter,
+    /// Single-server requests.
+    pub singles: Counter,
+    /// Cooldowns started by transient API failures.
+    pub cooldowns: Counter,
+}
+
+impl InventoryStats {
+    pub(crate) fn with_counters(hits: Counter, misses: Counter, other: InventoryCounters) -> Self {
+        InventoryStats { hits, misses, lists: other.lists, singles: other.singles, cooldowns: other.cooldowns }
     }
 }
 

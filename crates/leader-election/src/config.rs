@@ -123,13 +123,13 @@ pub enum ConfigError {
     /// A string field is empty.
     #[error("leader election: {field} must not be empty")]
     Empty {
-        /// The field.
+        /// The [`ElectionConfig`] field that is empty: `namespace`, `name` or `identity`.
         field: &'static str,
     },
     /// `namespace` or `name` is not a valid Kubernetes name.
     #[error("leader election: {field} {value:?} is not valid: it must be {rule}")]
     InvalidName {
-        /// The field.
+        /// The [`ElectionConfig`] field: `namespace` or `name`.
         field: &'static str,
         /// The rejected value.
         value: String,
@@ -139,7 +139,8 @@ pub enum ConfigError {
     /// A duration is zero.
     #[error("leader election: {field} must be greater than zero")]
     NotPositive {
-        /// The field.
+        /// The [`ElectionConfig`] field that is zero: `lease_duration`, `renew_deadline` or
+        /// `retry_period`.
         field: &'static str,
     },
     /// `lease_duration` has a fractional second.

@@ -11,7 +11,8 @@ use k8s_openapi::jiff::Timestamp;
 pub(crate) struct LeaderRecord {
     /// `holderIdentity`; empty means nobody holds the lease.
     pub holder: String,
-    /// `leaseDurationSeconds`.
+    /// `leaseDurationSeconds`: how long, from the holder's last renewal as observed locally, the
+    /// others wait before taking the lease over (absent or negative: 0).
     pub lease_duration_seconds: i32,
     /// `acquireTime` (wall clock; informational).
     pub acquire_time: Option<Timestamp>,

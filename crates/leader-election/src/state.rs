@@ -99,7 +99,8 @@ pub enum Error {
         operation: &'static str,
         /// The Lease, `namespace/name`.
         lease: String,
-        /// The timeout.
+        /// How long the unanswered request was given (what was left of `renew_deadline`), or the
+        /// whole `renew_deadline` when it ran out between attempts.
         timeout: Duration,
     },
     /// The write kept conflicting with other writers.

@@ -84,6 +84,7 @@ mod error;
 mod events;
 mod kubeconfig;
 mod lifeline;
+pub mod module_graph;
 mod node;
 mod process;
 mod provision;

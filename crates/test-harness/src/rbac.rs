@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::ObjectMeta;
 
-use crate::HarnessError;
+use crate::error::HarnessError;
 
 /// Namespace of the CCM's ServiceAccount.
 pub const CCM_NAMESPACE: &str = "kube-system";

@@ -7,13 +7,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, ValueEnum};
+use clap::{ArgAction, Args};
 use cloud_controllers::route::MIN_RECONCILE_INTERVAL;
-use cloud_controllers::{NodeControllerConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig};
+use cloud_controllers::{NodeControllerConfig, ReconcileMode};
 use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 
-use crate::controllers;
-use crate::options::{KubeOptions, LeaderElectionOptions, LoggingOptions, Options, SecureServingOptions};
+use crate::controller_set::ControllerSet;
+pub use crate::options::LogFormat;
+use crate::options::{
+    KubeOptions, LeaderElectionOptions, LoggingOptions, Options, RouteOptions, SecureServingOptions, ServiceOptions,
+};
 
 mod values;
 pub use values::{
@@ -27,15 +30,6 @@ fn go_bool(s: &str) -> Result<bool, String> {
 
 fn go_duration(s: &str) -> Result<Duration, String> {
     parse_go_duration(s).ok_or_else(|| format!("{s:?} is not a duration; use Go syntax like 5s, 1m30s, 5m0s"))
-}
-
-/// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Plain,
-    /// One JSON object per line.
-    Json,
 }
 
 /// The flags of upstream's cloud-controller-manager. Flags marked `[compat]` are accepted so
@@ -251,9 +245,9 @@ impl ManagerArgs {
                 self.load_balancer_class
             ));
         }
-        let controllers = controllers::resolve(&self.controllers).unwrap_or_else(|e| {
+        let controllers = ControllerSet::from_flag(&self.controllers).unwrap_or_else(|e| {
             errors.push(e);
-            Vec::new()
+            ControllerSet::all()
         });
         let leader_election = self.leader_election(&mut errors);
         if !(self.kube_api_qps > 0.0 && self.kube_api_qps.is_finite()) {
@@ -316,9 +310,8 @@ impl ManagerArgs {
                 status_workers: node_status_updates,
                 status_update_frequency: self.node_status_update_frequency,
             },
-            service: ServiceControllerConfig {
+            service: ServiceOptions {
                 workers: usize::try_from(self.concurrent_service_syncs).unwrap_or(1),
-                cluster_name: self.cluster_name.clone(),
                 load_balancer_class: Some(self.load_balancer_class.clone()).filter(|c| !c.is_empty()),
             },
             node_monitor_period: self.node_monitor_period,
@@ -343,10 +336,10 @@ impl ManagerArgs {
         })
     }
 
-    /// The route controller's settings, if routes are to be configured
-    /// (`--allocate-node-cidrs` and `--configure-cloud-routes`); `--cluster-cidr` is then
-    /// required. A given `--cluster-cidr` is checked in any case.
-    fn routes(&self, gates: &FeatureGates, errors: &mut Vec<String>) -> Option<RouteControllerConfig> {
+    /// The route settings, if routes are to be configured (`--allocate-node-cidrs` and
+    /// `--configure-cloud-routes`); `--cluster-cidr` is then required. A given
+    /// `--cluster-cidr` is checked in any case.
+    fn routes(&self, gates: &FeatureGates, errors: &mut Vec<String>) -> Option<RouteOptions> {
         let cidrs = match parse_cluster_cidrs(&self.cluster_cidr) {
             Ok(c) => c,
             Err(e) => {
@@ -371,12 +364,7 @@ impl ManagerArgs {
         } else {
             ReconcileMode::Periodic { period: self.route_reconciliation_period }
         };
-        Some(RouteControllerConfig {
-            cluster_name: self.cluster_name.clone(),
-            cluster_cidrs: cidrs,
-            mode,
-            min_interval: MIN_RECONCILE_INTERVAL,
-        })
+        Some(RouteOptions { cluster_cidrs: cidrs, mode, min_interval: MIN_RECONCILE_INTERVAL })
     }
 
     /// Upstream's leader-election checks (component-base `ValidateLeaderElectionConfiguration`),

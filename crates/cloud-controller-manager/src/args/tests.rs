@@ -66,13 +66,13 @@ fn upstream_deployment_arguments_are_accepted() {
         "--cluster-cidr=10.244.0.0/16",
         "--leader-elect=false",
     ]);
-    assert_eq!(o.controllers, vec!["*"]);
+    assert_eq!(o.controllers, ControllerSet::all());
     assert_eq!((o.node.workers, o.node.status_workers), (1, 1));
     assert!(o.leader_election.is_none());
     assert!(o.warnings.is_empty(), "{:?}", o.warnings);
     let routes = o.routes.expect("routes are configured");
     assert_eq!(routes.cluster_cidrs, vec!["10.244.0.0/16".parse::<IpNet>().expect("net")]);
-    assert_eq!(routes.cluster_name, "kubernetes");
+    assert_eq!(o.cluster_name, "kubernetes");
     // Watch-based with the safety resync; the chart's 30s period is the periodic mode's.
     assert_eq!(routes.mode, ReconcileMode::Watch { resync: Duration::from_secs(240) });
     assert_eq!(routes.min_interval, Duration::from_secs(10));
@@ -103,7 +103,7 @@ fn routes_need_both_flags_and_then_a_cluster_cidr() {
 fn cluster_cidrs_are_one_or_a_dual_stack_pair() {
     let o = valid(&["--allocate-node-cidrs", "--cluster-cidr=10.244.0.0/16, fd00:10:244::/56", "--cluster-name=prod"]);
     let routes = o.routes.expect("routes");
-    assert_eq!(routes.cluster_name, "prod");
+    assert_eq!(o.cluster_name, "prod");
     assert_eq!(routes.cluster_cidrs.len(), 2);
     assert_eq!(routes.cluster_cidrs[1], "fd00:10:244::/56".parse::<IpNet>().expect("net"));
     // Host bits are dropped, as Go's ParseCIDR does.
@@ -247,12 +247,12 @@ fn semantic_errors_are_collected() {
 #[test]
 fn service_controller_options_follow_the_flags() {
     let o = valid(&[]);
-    assert_eq!((o.service.workers, o.service.cluster_name.as_str()), (1, "kubernetes"));
+    assert_eq!((o.service.workers, o.service_config().cluster_name.as_str()), (1, "kubernetes"));
     assert_eq!(o.service.load_balancer_class, None, "upstream's behaviour by default");
     let o =
         valid(&["--concurrent-service-syncs=4", "--cluster-name=prod", "--load-balancer-class=example.com/cloud-lb"]);
     assert_eq!(o.service.workers, 4);
-    assert_eq!(o.service.cluster_name, "prod");
+    assert_eq!(o.service_config().cluster_name, "prod");
     assert_eq!(o.service.load_balancer_class.as_deref(), Some("example.com/cloud-lb"));
     let o = valid(&["--load-balancer-class="]);
     assert_eq!(o.service.load_balancer_class, None, "empty means unset");

@@ -1,7 +1,7 @@
 //! The cloud-node controller (upstream `controllers/node`).
 //!
 //! ```text
-//!  Node informer ── add/update ──► WorkQueue<name> ──► Workers (controller-runtime) ──► sync_node
+//!  Node informer ── add/update ──► WorkQueue<ObjectRef<Node>> ──► Workers (controller-runtime) ──► sync_node
 //!                                                                     │ tainted? ──no──► reconcile beta→GA labels
 //!                                                                     │ yes
 //!                                                                     ▼
@@ -28,7 +28,7 @@ use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
 use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
 use controller_runtime::{
     Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
-    WorkQueue, WorkerConfig, Workers, object_ref, periodic,
+    WorkQueue, WorkerConfig, Workers, key_of, object_ref, periodic,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
@@ -70,9 +70,9 @@ pub enum SyncError {
     /// The provider could not tell us about the node.
     #[error("failed to get instance metadata for node {node}: {source}")]
     Metadata {
-        /// The node.
+        /// Name of the node being synced.
         node: String,
-        /// Why.
+        /// The provider's failure.
         #[source]
         source: MetadataError,
     },
@@ -83,7 +83,7 @@ pub enum SyncError {
     /// node IP annotation changed): nothing was written; the sync starts over.
     #[error("node {node} changed while it was being initialized: {source}")]
     Replan {
-        /// The node.
+        /// Name of the node being synced.
         node: String,
         /// Why the new state cannot be initialized.
         #[source]
@@ -92,11 +92,11 @@ pub enum SyncError {
     /// A Kubernetes API call failed.
     #[error("failed to {action} node {node}: {source}")]
     Kube {
-        /// What we tried.
+        /// The write that failed, as the message words it (e.g. `initialize`).
         action: &'static str,
-        /// The node.
+        /// Name of the node being synced.
         node: String,
-        /// Why.
+        /// The API server's (or the connection's) error.
         #[source]
         source: kube::Error,
     },
@@ -137,7 +137,7 @@ pub enum SyncPlan {
     Skip,
     /// Initialize the node.
     Initialize {
-        /// The writes.
+        /// The status and spec writes that initialize it.
         plan: Box<plan::InitPlan>,
         /// The provider's answer (kept to re-plan after a conflict).
         metadata: Box<cloud_provider::InstanceMetadata>,
@@ -201,7 +201,7 @@ pub async fn plan_status_updates<C: Cloud>(
 /// The cloud-node controller.
 pub struct CloudNodeController<C: Cloud> {
     reconciler: Arc<NodeReconciler<C>>,
-    queue: WorkQueue<String>,
+    queue: WorkQueue<ObjectRef<Node>>,
     synced: Synced,
     io: ControllerIo,
     config: NodeControllerConfig,
@@ -237,7 +237,7 @@ impl<C: Cloud> CloudNodeController<C> {
         let q = queue.clone();
         informer.on_change(move |change| {
             if let Change::Applied { new, .. } = change {
-                q.add(new.name_any());
+                q.add(key_of(new.as_ref()));
             }
         });
         let reconciler = Arc::new(NodeReconciler {
@@ -276,16 +276,15 @@ impl<C: Cloud> CloudNodeController<C> {
 }
 
 impl<C: Cloud> Reconciler for NodeReconciler<C> {
-    type Key = String;
+    type Resource = Node;
     type Error = SyncError;
 
-    async fn reconcile(&self, name: &String) -> Result<Reconciled, SyncError> {
-        let answered = self.sync_node(name).await?;
-        Ok(if answered { Reconciled::ANSWERED } else { Reconciled::DONE })
+    async fn reconcile(&self, key: &ObjectRef<Node>) -> Result<Reconciled, SyncError> {
+        self.sync_node(key).await
     }
 
-    fn regarding(&self, name: &String) -> Option<ObjectReference> {
-        self.store.get(&ObjectRef::new(name)).map(|n| object_ref(n.as_ref()))
+    fn regarding(&self, key: &ObjectRef<Node>) -> Option<ObjectReference> {
+        self.store.get(key).map(|n| object_ref(n.as_ref()))
     }
 }
 
@@ -311,9 +310,10 @@ impl<C: Cloud> NodeReconciler<C> {
         true
     }
 
-    /// Upstream `syncNode`. `Ok(true)` if the provider was asked and answered.
-    async fn sync_node(&self, name: &str) -> Result<bool, SyncError> {
-        let Some(node) = self.store.get(&ObjectRef::new(name)) else { return Ok(false) };
+    /// Upstream `syncNode`.
+    async fn sync_node(&self, key: &ObjectRef<Node>) -> Result<Reconciled, SyncError> {
+        let Some(node) = self.store.get(key) else { return Ok(Reconciled::DONE) };
+        let name = key.name.as_str();
         if is_uninitialized(&node)
             && let Some(v2) = self.cloud.instances_v2()
             && self.burst_prefetch_due()
@@ -333,11 +333,11 @@ impl<C: Cloud> NodeReconciler<C> {
                         .await
                         .map_err(kube_err("reconcile labels of"))?;
                 }
-                return Ok(false);
+                return Ok(Reconciled::DONE);
             }
             SyncPlan::Skip => {
                 info!(node = %name, "skip sync node because cloud provided nil metadata");
-                return Ok(true);
+                return Ok(Reconciled::ANSWERED);
             }
             SyncPlan::Initialize { plan, metadata } => (*plan, *metadata),
         };
@@ -349,7 +349,7 @@ impl<C: Cloud> NodeReconciler<C> {
         if let Some(patch) = plan.status_patch() {
             match self.api.patch_status(name, &self.params, &Patch::Merge(patch)).await {
                 Ok(patched) => node = Arc::new(patched),
-                Err(e) if is_not_found(&e) => return Ok(true),
+                Err(e) if is_not_found(&e) => return Ok(Reconciled::ANSWERED),
                 Err(e) => return Err(kube_err("write addresses of")(e)),
             }
         }
@@ -378,14 +378,14 @@ impl<C: Cloud> NodeReconciler<C> {
         .await;
         match result {
             Ok(InitWrite::Written) => {}
-            Ok(InitWrite::Gone) => return Ok(true),
+            Ok(InitWrite::Gone) => return Ok(Reconciled::ANSWERED),
             Ok(InitWrite::Replan(source)) => return Err(SyncError::Replan { node: name.to_owned(), source }),
-            Err(e) if is_not_found(&e) => return Ok(true),
+            Err(e) if is_not_found(&e) => return Ok(Reconciled::ANSWERED),
             Err(e) => return Err(kube_err("initialize")(e)),
         }
         info!(node = %name, provider_id = %metadata.provider_id, "successfully initialized node with cloud provider");
         self.events.normal(&object_ref(node.as_ref()), "Synced", "Node synced successfully".to_owned()).await;
-        Ok(true)
+        Ok(Reconciled::ANSWERED)
     }
 
     /// Upstream `UpdateNodeStatus`: one pass of the periodic address refresh.

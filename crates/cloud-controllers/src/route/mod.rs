@@ -3,21 +3,23 @@
 //! node's `NetworkUnavailable` condition saying whether its routes exist.
 //!
 //! ```text
-//!  watch mode (default):  node add/delete, podCIDRs/addresses/providerID change ─┐
-//!                         safety resync when no reconcile ran for `resync` ──────┤
-//!  periodic mode:         every --route-reconciliation-period ───────────────────┤
-//!                                                                                ▼
-//!        WorkQueue<"routes"> ─► Workers (1) ─► reconcile (at most one per 10 s in watch mode)
+//!  watch mode (default):  node add/delete, podCIDRs/addresses/providerID change ─► trigger ─┐
+//!                         safety resync when no pass started for `resync` ─────────────────┤
+//!  periodic mode:         every --route-reconciliation-period ─────────────────────────────┤
+//!                                                                                          ▼
+//!        Passes (controller-runtime: one pass at a time over the whole cluster; a triggered
+//!        pass starts at least 10 s after the previous one; a burst of node events is one pass)
+//!           reconcile_routes:
 //!           list_routes ─► plan_routes (pure: deletions, creations, per-node actions)
 //!           ─► execute: deletions + creations, ≤ 200 provider calls in flight
 //!              ├ creation failed → Warning FailedToCreateRoute (+ the provider's own reason)
 //!              └ node done → NetworkUnavailable False/RouteCreated or True/NoRouteCreated
 //!                            (merge patch with resourceVersion, written only on change)
-//!           any operation failed → Err → retried with backoff (10 s doubling, up to the
-//!                                   resync period) — in watch mode too; failures the
-//!                                   provider refused until their input changes
-//!                                   (`CloudError::Refused`) alone → done: the node's
-//!                                   change or the resync brings the next reconcile
+//!           any operation failed → Err → the pass is retried with backoff (10 s doubling,
+//!                                   up to the resync period; an outage at least every
+//!                                   30 s); failures the provider refused until their
+//!                                   input changes (`CloudError::Refused`) alone → done:
+//!                                   the node's change or the resync brings the next pass
 //! ```
 //!
 //! Routes are only deleted inside the cluster CIDRs (`is_responsible_for_route`); routes of
@@ -30,38 +32,33 @@ pub mod plan;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use sync_lock::Unpoison as _;
 
 use cloud_provider::{CloudError, Routes};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
 use controller_runtime::{
-    Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
-    WorkQueue, WorkerConfig, Workers, object_ref,
+    Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, PassConfig, PassTimer, Passes, ReconcileError,
+    Reconciled, Synced, object_ref,
 };
 use ipnet::IpNet;
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use exec::{ExecutionReport, MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
 use plan::{PlannedCreate, condition_patch, plan_routes_matching, update_needs_reconcile};
 
-/// Upstream's name of this controller (queue, metrics, logs).
+/// Upstream's name of this controller (metrics, logs).
 pub const CONTROLLER_NAME: &str = "node-route-controller";
 
 /// Upstream's event source component of the route controller.
 pub const EVENT_COMPONENT: &str = "route_controller";
-
-/// The one key of the queue: every reconcile covers the whole cluster.
-const KEY: &str = "routes";
 
 /// Upstream's `minRouteResyncInterval`: in watch mode, at most one reconcile per 10 s,
 /// however many node events arrive.
@@ -74,12 +71,12 @@ pub enum ReconcileMode {
     /// and, as a safety net for routes changed outside Kubernetes, whenever no reconcile ran
     /// for `resync`.
     Watch {
-        /// The safety resync period.
+        /// A reconcile whenever none started for this long.
         resync: Duration,
     },
     /// Reconcile every `period` (upstream's default mode, `--route-reconciliation-period`).
     Periodic {
-        /// The period.
+        /// Time between the starts of two reconciles.
         period: Duration,
     },
 }
@@ -90,6 +87,14 @@ impl ReconcileMode {
         match self {
             ReconcileMode::Watch { resync } => *resync,
             ReconcileMode::Periodic { period } => *period,
+        }
+    }
+
+    /// The passes that come without a node event.
+    fn timer(&self) -> PassTimer {
+        match *self {
+            ReconcileMode::Watch { resync } => PassTimer::Resync(resync),
+            ReconcileMode::Periodic { period } => PassTimer::Every(period),
         }
     }
 }
@@ -116,9 +121,9 @@ pub enum RouteError {
     /// Some route operations failed; they are retried with backoff.
     #[error("{failed} of {total} route operations failed; retrying with backoff")]
     Incomplete {
-        /// Failed operations.
+        /// Deletions and creations that failed.
         failed: usize,
-        /// All operations.
+        /// Deletions and creations the plan asked for.
         total: usize,
         /// Some failure was the provider's outage or a busy network.
         transient: bool,
@@ -127,7 +132,7 @@ pub enum RouteError {
 
 impl ReconcileError for RouteError {
     fn event_reason(&self) -> Option<&str> {
-        // Failed creations are published on their nodes; the cluster-wide key has no object.
+        // Failed creations are published on their nodes; a pass over the cluster has no object.
         None
     }
 
@@ -140,35 +145,8 @@ impl ReconcileError for RouteError {
     }
 }
 
-/// Enqueues a reconcile for a node event at most one `min_interval` after the last one
-/// started (upstream's 10 s token bucket). A burst of events waits for the next slot and is
-/// covered by one reconcile: when the slot comes, the event is dropped if a reconcile started
-/// after it arrived (that reconcile read the node cache with the event in it).
-fn enqueue_paced(queue: &WorkQueue<String>, last_start: &Arc<Mutex<Option<Instant>>>, min_interval: Duration) {
-    let arrived = Instant::now();
-    let Some(last) = *last_start.lock_unpoisoned() else {
-        queue.add(KEY.to_owned());
-        return;
-    };
-    let due = last + min_interval;
-    if due <= arrived {
-        queue.add(KEY.to_owned());
-        return;
-    }
-    let (queue, last_start) = (queue.clone(), last_start.clone());
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = tokio::time::sleep_until(due) => {}
-            _ = queue.shutdown_token().cancelled() => return,
-        }
-        if last_start.lock_unpoisoned().is_none_or(|started| started < arrived) {
-            queue.add(KEY.to_owned());
-        }
-    });
-}
-
 /// What a reconcile that carried out `operations` comes to: done, or (watch mode) an error
-/// the queue retries with backoff. Failures the provider refused until their input changes
+/// the pass runner retries with backoff. Failures the provider refused until their input changes
 /// alone are done: their Warning events were published, and a retry of the same input would
 /// be refused again (only costing the provider's reads); a change of the node enqueues the
 /// next reconcile, and so does the resync.
@@ -200,9 +178,9 @@ pub fn reconcile_outcome(
 /// The route controller.
 pub struct RouteController<R: Routes> {
     reconciler: Arc<RouteReconciler<R>>,
-    queue: WorkQueue<String>,
+    passes: Passes,
     synced: Synced,
-    io: ControllerIo,
+    shutdown: CancellationToken,
 }
 
 struct RouteReconciler<R: Routes> {
@@ -212,14 +190,12 @@ struct RouteReconciler<R: Routes> {
     params: PatchParams,
     store: Store<Node>,
     events: EventRecorder,
-    /// When the last reconcile started (shared with the event handler, which paces).
-    last_start: Arc<Mutex<Option<Instant>>>,
 }
 
 impl<R: Routes> RouteController<R> {
     /// Wires the controller to the shared node informer. In watch mode, node adds and
     /// deletes and updates of pod CIDRs, addresses or provider ID (and informer resyncs)
-    /// enqueue a reconcile.
+    /// trigger a pass.
     pub fn new(
         routes: Arc<R>,
         informer: &mut Informer<Node>,
@@ -227,20 +203,28 @@ impl<R: Routes> RouteController<R> {
         config: RouteControllerConfig,
         shutdown: CancellationToken,
     ) -> Self {
-        let backoff =
-            ExponentialBackoff { base: config.min_interval, max: config.mode.period().max(config.min_interval) };
-        let queue = WorkQueue::new(CONTROLLER_NAME, backoff, shutdown).with_metrics(&io.metrics);
-        let last_start: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let passes = Passes::new(
+            PassConfig {
+                min_interval: config.min_interval,
+                timer: config.mode.timer(),
+                backoff: ExponentialBackoff {
+                    base: config.min_interval,
+                    max: config.mode.period().max(config.min_interval),
+                },
+                ..PassConfig::new(CONTROLLER_NAME)
+            },
+            shutdown.clone(),
+        )
+        .metrics(io.metrics.clone());
         if matches!(config.mode, ReconcileMode::Watch { .. }) {
-            let q = queue.clone();
-            let (last, min_interval) = (last_start.clone(), config.min_interval);
+            let trigger = passes.trigger();
             informer.on_change(move |change| {
                 let relevant = match change {
                     Change::Applied { old: None, .. } | Change::Deleted(_) => true,
                     Change::Applied { old: Some(old), new } => update_needs_reconcile(old, new),
                 };
                 if relevant {
-                    enqueue_paced(&q, &last, min_interval);
+                    trigger.trigger();
                 }
             });
         }
@@ -251,71 +235,27 @@ impl<R: Routes> RouteController<R> {
             params: io.patch_params(),
             store: informer.store(),
             events: io.events(EVENT_COMPONENT),
-            last_start,
         });
-        RouteController { reconciler, queue, synced: informer.synced(), io }
+        RouteController { reconciler, passes, synced: informer.synced(), shutdown }
     }
 
-    /// Runs the reconcile loop and its timer until the shutdown token fires, once the
-    /// informer has synced.
+    /// Runs the passes until the shutdown token fires, once the informer has synced; the
+    /// first pass starts at once.
     pub async fn run(self) {
-        let shutdown = self.queue.shutdown_token().clone();
         tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = self.shutdown.cancelled() => return,
             ok = self.synced.wait() => if !ok { return },
         }
-        let config = &self.reconciler.config;
-        info!(mode = ?config.mode, cluster_cidrs = ?config.cluster_cidrs, "route controller started");
-        let workers = Workers::new(self.reconciler.clone(), self.queue.clone(), WorkerConfig::new(CONTROLLER_NAME, 1))
-            .metrics(self.io.metrics.clone());
-        self.queue.add(KEY.to_owned());
-        let timer = self.reconciler.clone();
-        let queue = self.queue.clone();
-        tokio::join!(workers.run(), async move { timer.timer(queue, shutdown).await });
+        let reconciler = &self.reconciler;
+        info!(mode = ?reconciler.config.mode, cluster_cidrs = ?reconciler.config.cluster_cidrs, "route controller started");
+        self.passes.trigger().trigger();
+        self.passes.run(|| reconciler.reconcile_routes()).await;
     }
 }
 
 impl<R: Routes> RouteReconciler<R> {
-    fn last_start(&self) -> Option<Instant> {
-        *self.last_start.lock_unpoisoned()
-    }
-
-    /// Periodic mode: a reconcile every period (non-sliding, like upstream's
-    /// `NonSlidingUntil`). Watch mode: a reconcile once none ran for the resync period.
-    async fn timer(&self, queue: WorkQueue<String>, shutdown: CancellationToken) {
-        match self.config.mode {
-            ReconcileMode::Periodic { period } => {
-                let mut tick = tokio::time::interval_at(Instant::now() + period, period);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return,
-                        _ = tick.tick() => queue.add(KEY.to_owned()),
-                    }
-                }
-            }
-            ReconcileMode::Watch { resync } => loop {
-                let due = self.last_start().unwrap_or_else(Instant::now) + resync;
-                tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    _ = tokio::time::sleep_until(due) => {}
-                }
-                if self.last_start().is_none_or(|t| t + resync <= Instant::now()) {
-                    debug!(?resync, "no route reconcile for a resync period; reconciling");
-                    queue.add(KEY.to_owned());
-                    // Give the reconcile time to start before looking again.
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return,
-                        _ = tokio::time::sleep(self.config.min_interval) => {}
-                    }
-                }
-            },
-        }
-    }
-
     /// Upstream `reconcileNodeRoutes`.
     async fn reconcile_routes(&self) -> Result<Reconciled, RouteError> {
-        *self.last_start.lock_unpoisoned() = Some(Instant::now());
         let routes = self.routes.list_routes(&self.config.cluster_name).await.map_err(RouteError::List)?;
         let nodes = self.store.state();
         let plan = plan_routes_matching(&nodes, &routes, &self.config.cluster_cidrs, &|p| {
@@ -389,18 +329,5 @@ impl<R: Routes> RouteSink for RouteReconciler<R> {
         if let Err(e) = self.write_condition(node, routes_created).await {
             error!(node = %node.name_any(), error = %e, "error updating NetworkUnavailable condition");
         }
-    }
-}
-
-impl<R: Routes> Reconciler for RouteReconciler<R> {
-    type Key = String;
-    type Error = RouteError;
-
-    async fn reconcile(&self, _key: &String) -> Result<Reconciled, RouteError> {
-        self.reconcile_routes().await
-    }
-
-    fn regarding(&self, _key: &String) -> Option<ObjectReference> {
-        None
     }
 }

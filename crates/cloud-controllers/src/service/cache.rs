@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use sync_lock::Unpoison as _;
 
 use k8s_openapi::api::core::v1::Service;
+use kube::runtime::reflector::ObjectRef;
 
 /// One cached Service (upstream `cachedService`); `state` is `None` until it is set.
 #[derive(Debug, Clone, Default)]
@@ -16,25 +17,25 @@ pub struct CachedService {
     pub state: Option<Arc<Service>>,
 }
 
-/// `namespace/name` → last synced state. Cheap to share behind an `Arc`; all methods lock.
+/// Service → last synced state. Cheap to share behind an `Arc`; all methods lock.
 #[derive(Debug, Default)]
 pub struct ServiceCache {
-    map: Mutex<HashMap<String, CachedService>>,
+    map: Mutex<HashMap<ObjectRef<Service>, CachedService>>,
 }
 
 impl ServiceCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedService>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectRef<Service>, CachedService>> {
         // Whole-entry inserts and removes only; a poisoned map is still consistent.
         self.map.lock_unpoisoned()
     }
 
-    /// The keys (upstream `ListKeys`).
-    pub fn list_keys(&self) -> Vec<String> {
+    /// The Services remembered (upstream `ListKeys`).
+    pub fn list_keys(&self) -> Vec<ObjectRef<Service>> {
         self.lock().keys().cloned().collect()
     }
 
     /// The entry under `key`, if any (upstream `GetByKey`).
-    pub fn get_by_key(&self, key: &str) -> Option<CachedService> {
+    pub fn get_by_key(&self, key: &ObjectRef<Service>) -> Option<CachedService> {
         self.get(key)
     }
 
@@ -44,31 +45,31 @@ impl ServiceCache {
     }
 
     /// The entry under `key`, if any.
-    pub fn get(&self, key: &str) -> Option<CachedService> {
+    pub fn get(&self, key: &ObjectRef<Service>) -> Option<CachedService> {
         self.lock().get(key).cloned()
     }
 
     /// The entry under `key`, created empty if missing.
-    pub fn get_or_create(&self, key: &str) -> CachedService {
-        self.lock().entry(key.to_owned()).or_default().clone()
+    pub fn get_or_create(&self, key: &ObjectRef<Service>) -> CachedService {
+        self.lock().entry(key.clone()).or_default().clone()
     }
 
     /// Stores `service` under `key`.
-    pub fn set(&self, key: &str, service: CachedService) {
-        self.lock().insert(key.to_owned(), service);
+    pub fn set(&self, key: &ObjectRef<Service>, service: CachedService) {
+        self.lock().insert(key.clone(), service);
     }
 
     /// Removes `key`.
-    pub fn delete(&self, key: &str) {
+    pub fn delete(&self, key: &ObjectRef<Service>) {
         self.lock().remove(key);
     }
 
-    /// Number of entries.
+    /// Number of Services remembered.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
-    /// True if empty.
+    /// True if no Service is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

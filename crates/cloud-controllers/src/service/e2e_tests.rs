@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use cloud_provider::well_known::{FINALIZER_LOAD_BALANCER_CLEANUP, LABEL_EXCLUDE_FROM_EXTERNAL_LB};
-use controller_runtime::{ControllerIo, Informer, RuntimeMetrics};
+use controller_runtime::{ControllerIo, Informer, KeyName, RuntimeMetrics, key_of};
 use k8s_openapi::api::core::v1::{Namespace, Node, Service, ServicePort, ServiceSpec};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use test_harness::{ControlPlane, NodeBuilder, Ready, set_ready, unique_name, wait_for, wait_until};
 use tokio_util::sync::CancellationToken;
 
-use super::{ServiceController, ServiceControllerConfig, service_key};
+use super::{ServiceController, ServiceControllerConfig};
 use crate::testing::{Fake, FakeCloud, FakeError};
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -286,6 +286,10 @@ async fn the_class_selector_end_to_end() {
     let ours = env.create_lb_service("ours", Some("example.com/cloud-lb")).await;
     env.create_lb_service("classless", None).await;
     env.create_lb_service("foreign", Some("example.com/other-lb")).await;
+    // Ours being managed shows the informer has seen all three: from here on, new Services
+    // are queued after them. (Created before the informer's first list, they would all come in
+    // the list's name order, where a barrier would sort first.)
+    env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
     // A barrier every controller handles, whatever its class: a ClusterIP Service carrying the
     // cleanup finalizer is cleaned up (finalizer removed). Once that happened, the two
     // Services above were handled or skipped.
@@ -307,13 +311,13 @@ async fn the_class_selector_end_to_end() {
 
     let stored_class = ours.spec.as_ref().and_then(|s| s.load_balancer_class.as_deref());
     assert_eq!(stored_class, Some("example.com/cloud-lb"), "the API server keeps spec.loadBalancerClass");
-    let ensured: Vec<String> = env.cloud.lb().ensure_calls.iter().map(|c| service_key(&c.service)).collect();
+    let ensured: Vec<String> =
+        env.cloud.lb().ensure_calls.iter().map(|c| KeyName(&key_of(&c.service)).to_string()).collect();
     for name in ["classless", "foreign"] {
         let other = env.services().get(name).await.expect("get");
         assert!(!has_finalizer(Some(&other)), "{name} is left to another implementation");
     }
     assert_eq!(ensured, vec![format!("{}/ours", env.namespace)], "exactly our class was ensured");
-    env.wait_service("ours", "ours managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
     env.cleanup_nodes(&[&node]).await;
 }
 
@@ -385,7 +389,8 @@ async fn several_services_with_several_workers() {
     for name in &names {
         env.wait_service(name, "managed", |s| has_finalizer(s) && ingress_ips(s) == [EXTERNAL_IP]).await;
     }
-    let mut ensured: Vec<String> = env.cloud.lb().ensure_calls.iter().map(|c| service_key(&c.service)).collect();
+    let mut ensured: Vec<String> =
+        env.cloud.lb().ensure_calls.iter().map(|c| KeyName(&key_of(&c.service)).to_string()).collect();
     ensured.sort();
     let mut expected: Vec<String> = names.iter().map(|n| format!("{}/{n}", env.namespace)).collect();
     expected.sort();

@@ -4,9 +4,9 @@
 //!
 //! ```text
 //!  Service informer ─ add: wants LB or needs cleanup ─┐
-//!                   ─ update: needs_update or cleanup ─┼─► WorkQueue "service" (5 s → 300 s per
-//!                   ─ delete: wanted a LB ─────────────┘    Service) ─► Workers (--concurrent-
-//!                                                            service-syncs) ─► sync_service
+//!                   ─ update: needs_update or cleanup ─┼─► WorkQueue<ObjectRef<Service>> "service"
+//!                   ─ delete: wanted a LB ─────────────┤    (5 s → 300 s per Service) ─► Workers
+//!  provider's resync request (resync_handle) ──────────┘    (--concurrent-service-syncs) ─► sync_service
 //!     delete path (no longer wants a LB, or needs cleanup):    │
 //!       get ─► DeletingLoadBalancer ─► ensure_deleted ─► remove finalizer ─► DeletedLoadBalancer
 //!     ensure path:                                             │
@@ -15,10 +15,11 @@
 //!       backoff (a provider's `Retry` waits its delay)
 //!
 //!  Node informer ─ add / delete / (exclusion verdict or providerID changed) / a label some
-//!     cached Service's provider reads (`LoadBalancer::node_label_keys`) changed ─► WorkQueue
-//!     "node" ─► one worker: every cached load balancer whose set of (name, providerID, values
-//!        of the labels its provider reads) changed gets update_load_balancer (UpdatedLoadBalancer
-//!        / UpdateLoadBalancerFailed); failures are retried by a full Service sync
+//!     cached Service's provider reads (`LoadBalancer::node_label_keys`) changed ─► trigger
+//!     ─► Passes "node" (one pass at a time; changes during a pass bring one more): every cached
+//!        load balancer whose set of (name, providerID, values of the labels its provider reads)
+//!        changed gets update_load_balancer (UpdatedLoadBalancer / UpdateLoadBalancerFailed);
+//!        failures are retried by a full Service sync (its key goes to the "service" queue)
 //! ```
 //!
 //! Which Services: upstream's (type LoadBalancer without `spec.loadBalancerClass`), or, with
@@ -57,11 +58,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::LoadBalancer;
+use cloud_provider::events::EventObject;
 use controller_runtime::{
-    Change, ControllerIo, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced, WorkQueue,
-    WorkerConfig, Workers, object_ref,
+    Change, ControllerIo, ExponentialBackoff, Informer, PassConfig, Passes, Reconciled, Reconciler, Synced, WorkQueue,
+    WorkerConfig, Workers, key_of, object_ref,
 };
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
+use kube::runtime::reflector::ObjectRef;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -69,7 +72,7 @@ pub use cache::{CachedService, ServiceCache};
 use filter::{needs_cleanup, needs_update, wants_load_balancer};
 pub use metrics::ServiceMetrics;
 use nodes::should_sync_updated_node;
-pub use sync::{ServiceSyncer, SyncError, SyncerParts, service_key};
+pub use sync::{ServiceSyncer, SyncError, SyncerParts};
 
 /// The controller's name in `--controllers`.
 pub const CONTROLLER_NAME: &str = "service-lb-controller";
@@ -82,8 +85,8 @@ pub const EVENT_COMPONENT: &str = "service-controller";
 pub const SERVICE_BACKOFF: ExponentialBackoff =
     ExponentialBackoff { base: Duration::from_secs(5), max: Duration::from_secs(300) };
 
-/// The one key of the node queue: any node change triggers one pass over every load balancer.
-const NODE_SYNC_KEY: &str = "nodes";
+/// The name of the node sync's passes in metrics (the name its queue had).
+const NODE_SYNC_NAME: &str = "node";
 
 /// Settings of the service controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,8 +110,9 @@ impl Default for ServiceControllerConfig {
 /// The service controller, wired to the shared informers; [`ServiceController::run`] starts it.
 pub struct ServiceController<L: LoadBalancer> {
     syncer: Arc<ServiceSyncer<L>>,
-    service_queue: WorkQueue<String>,
-    node_queue: WorkQueue<&'static str>,
+    service_queue: WorkQueue<ObjectRef<Service>>,
+    /// The node sync: one pass over every load balancer after node changes.
+    node_sync: Passes,
     synced: [Synced; 2],
     io: ControllerIo,
     workers: usize,
@@ -125,7 +129,7 @@ impl<L: LoadBalancer> ServiceController<L> {
         shutdown: CancellationToken,
     ) -> Self {
         let service_queue = WorkQueue::new("service", SERVICE_BACKOFF, shutdown.clone()).with_metrics(&io.metrics);
-        let node_queue = WorkQueue::new("node", SERVICE_BACKOFF, shutdown).with_metrics(&io.metrics);
+        let node_sync = Passes::new(PassConfig::new(NODE_SYNC_NAME), shutdown).metrics(io.metrics.clone());
 
         let (q, class) = (service_queue.clone(), config.load_balancer_class.clone());
         services.on_change(move |change| {
@@ -142,7 +146,7 @@ impl<L: LoadBalancer> ServiceController<L> {
                     Change::Applied { new, .. } => new,
                     Change::Deleted(gone) => gone,
                 };
-                q.add(service_key(svc));
+                q.add(key_of(svc.as_ref()));
             }
         });
         let syncer = Arc::new(ServiceSyncer::new(SyncerParts {
@@ -156,7 +160,7 @@ impl<L: LoadBalancer> ServiceController<L> {
             events: io.events(EVENT_COMPONENT),
             metrics: ServiceMetrics::default(),
         }));
-        let (nq, watcher) = (node_queue.clone(), syncer.clone());
+        let (trigger, watcher) = (node_sync.trigger(), syncer.clone());
         nodes.on_change(move |change| {
             let enqueue = match change {
                 Change::Applied { old: Some(old), new } => {
@@ -165,28 +169,29 @@ impl<L: LoadBalancer> ServiceController<L> {
                 Change::Applied { old: None, .. } | Change::Deleted(_) => true,
             };
             if enqueue {
-                nq.add(NODE_SYNC_KEY);
+                trigger.trigger();
             }
         });
         ServiceController {
             syncer,
             service_queue,
-            node_queue,
+            node_sync,
             synced: [services.synced(), nodes.synced()],
             io,
             workers: config.workers.max(1),
         }
     }
 
-    /// A handle that reconciles the Service `namespace/name` again (through the queue, with
+    /// A handle that reconciles a Service the provider names again (through the queue, with
     /// its usual deduplication), e.g. when the provider reports that a change it let finish in
     /// the background failed.
-    pub fn resync_handle(&self) -> impl Fn(Option<&str>, &str) + Send + Sync + 'static {
+    pub fn resync_handle(&self) -> impl Fn(&EventObject) + Send + Sync + 'static {
         let queue = self.service_queue.clone();
-        move |namespace, name| {
-            queue.add(match namespace.filter(|ns| !ns.is_empty()) {
-                Some(ns) => format!("{ns}/{name}"),
-                None => name.to_owned(),
+        move |service| {
+            let key = ObjectRef::new(&service.name);
+            queue.add(match service.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+                Some(ns) => key.within(ns),
+                None => key,
             })
         }
     }
@@ -213,65 +218,27 @@ impl<L: LoadBalancer> ServiceController<L> {
             WorkerConfig::new(CONTROLLER_NAME, self.workers),
         )
         .metrics(self.io.metrics.clone());
-        let node_sync =
-            NodeSync { syncer: self.syncer.clone(), service_queue: self.service_queue, workers: self.workers };
-        let nodes = Workers::new(Arc::new(node_sync), self.node_queue, WorkerConfig::new("service-lb-node-sync", 1));
-        tokio::join!(services.run(), nodes.run());
+        let (syncer, queue, workers) = (&self.syncer, &self.service_queue, self.workers);
+        // Upstream `syncNodes`; Services whose update failed get a full sync.
+        let node_sync = self.node_sync.run(|| async move {
+            for key in syncer.sync_nodes(workers).await {
+                queue.add(key);
+            }
+            Ok::<_, std::convert::Infallible>(Reconciled::DONE)
+        });
+        tokio::join!(services.run(), node_sync);
     }
 }
 
 impl<L: LoadBalancer> Reconciler for ServiceSyncer<L> {
-    type Key = String;
+    type Resource = Service;
     type Error = SyncError;
 
-    async fn reconcile(&self, key: &String) -> Result<Reconciled, SyncError> {
-        let answered = self.sync_service(key).await?;
-        Ok(if answered { Reconciled::ANSWERED } else { Reconciled::DONE })
+    async fn reconcile(&self, key: &ObjectRef<Service>) -> Result<Reconciled, SyncError> {
+        self.sync_service(key).await
     }
 
-    fn regarding(&self, key: &String) -> Option<ObjectReference> {
+    fn regarding(&self, key: &ObjectRef<Service>) -> Option<ObjectReference> {
         self.cached_service(key).map(|s| object_ref(s.as_ref()))
-    }
-}
-
-/// The node queue's reconciler: one pass over every load balancer (upstream `syncNodes`);
-/// Services whose update failed get a full sync.
-struct NodeSync<L: LoadBalancer> {
-    syncer: Arc<ServiceSyncer<L>>,
-    service_queue: WorkQueue<String>,
-    workers: usize,
-}
-
-/// A node sync never fails: what failed is retried through the Service queue.
-#[derive(Debug)]
-enum NeverFails {}
-
-impl std::fmt::Display for NeverFails {
-    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {}
-    }
-}
-
-impl std::error::Error for NeverFails {}
-
-impl ReconcileError for NeverFails {
-    fn event_reason(&self) -> Option<&str> {
-        match *self {}
-    }
-}
-
-impl<L: LoadBalancer> Reconciler for NodeSync<L> {
-    type Key = &'static str;
-    type Error = NeverFails;
-
-    async fn reconcile(&self, _: &&'static str) -> Result<Reconciled, NeverFails> {
-        for key in self.syncer.sync_nodes(self.workers).await {
-            self.service_queue.add(key);
-        }
-        Ok(Reconciled::DONE)
-    }
-
-    fn regarding(&self, _: &&'static str) -> Option<ObjectReference> {
-        None
     }
 }

@@ -5,18 +5,19 @@
 // The case tables mirror upstream's anonymous structs as tuples.
 #![allow(clippy::type_complexity)]
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::well_known::{
     LABEL_EXCLUDE_FROM_EXTERNAL_LB as EXCLUDE, TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED,
 };
+use controller_runtime::key_of;
 use k8s_openapi::api::core::v1::{Node, Service};
+use kube::runtime::reflector::ObjectRef;
 use pretty_assertions::assert_eq;
 
 use super::fixtures::*;
-use super::sync::service_key;
 use crate::testing::{Fake, FakeError, UpdateBalancerCall};
 
 // ---------------------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ async fn test_node_changes_for_stable_node_set_enabled() {
     for (desc, initial, changes, expected) in cases {
         let c = TestController::new(Fake::default()).await;
         for svc in services.iter().flatten() {
-            c.syncer.store_last_synced_nodes(&service_key(svc), initial.iter().map(|n| (*n).clone()).collect());
+            c.syncer.store_last_synced_nodes(&key_of(svc), initial.iter().map(|n| (*n).clone()).collect());
         }
         for state in changes {
             c.nodes.set(None, &state.nodes);
@@ -195,21 +196,21 @@ async fn test_node_changes_in_external_load_balancer() {
         (named_node("node1"), named_node("node2"), named_node("node3"), named_node("node4"));
     let lb = |name: &str| new_service(name, "LoadBalancer", vec![]);
     let services = some(&[lb("s0"), lb("s1"), lb("s3"), lb("s4")]);
-    let service_names: BTreeSet<String> = services.iter().flatten().map(|s| service_key(s)).collect();
+    let service_names: HashSet<ObjectRef<Service>> = services.iter().flatten().map(|s| key_of(s.as_ref())).collect();
     let every = |hosts: &[&Arc<Node>]| {
         vec![call(&lb("s0"), hosts), call(&lb("s1"), hosts), call(&lb("s3"), hosts), call(&lb("s4"), hosts)]
     };
     let c = TestController::new(Fake::default()).await;
-    let cases: Vec<(&str, Vec<&Arc<Node>>, Vec<UpdateBalancerCall>, usize, Option<&str>, BTreeSet<String>)> = vec![
-        ("only 1 node", vec![&node1], every(&[&node1]), 3, None, BTreeSet::new()),
-        ("2 nodes", vec![&node1, &node2], every(&[&node1, &node2]), 1, None, BTreeSet::new()),
+    let cases: Vec<(&str, Vec<&Arc<Node>>, Vec<UpdateBalancerCall>, usize, Option<&str>, HashSet<ObjectRef<Service>>)> = vec![
+        ("only 1 node", vec![&node1], every(&[&node1]), 3, None, HashSet::new()),
+        ("2 nodes", vec![&node1, &node2], every(&[&node1, &node2]), 1, None, HashSet::new()),
         (
             "4 nodes",
             vec![&node1, &node2, &node3, &node4],
             every(&[&node1, &node2, &node3, &node4]),
             3,
             None,
-            BTreeSet::new(),
+            HashSet::new(),
         ),
         (
             "error occur during sync",
@@ -271,7 +272,7 @@ async fn test_nodes_not_equal() {
         let new_nodes: Vec<Arc<Node>> = new_nodes.into_iter().cloned().collect();
         c.nodes.set(None, &new_nodes);
         for svc in services.iter().flatten() {
-            c.syncer.store_last_synced_nodes(&service_key(svc), last_sync.iter().map(|n| (*n).clone()).collect());
+            c.syncer.store_last_synced_nodes(&key_of(svc), last_sync.iter().map(|n| (*n).clone()).collect());
         }
         c.syncer.update_load_balancer_hosts(&services, 5).await;
         compare_update_calls(desc, &expected, &c.cloud.lb().update_calls);
@@ -298,7 +299,7 @@ async fn a_label_the_provider_reads_updates_the_backends() {
     ];
     for (desc, keys, before, after, expected) in cases {
         let c = TestController::new(Fake { node_label_keys: keys, ..Fake::default() }).await;
-        c.syncer.store_last_synced_nodes(&service_key(&svc), vec![node1.clone(), before.clone()]);
+        c.syncer.store_last_synced_nodes(&key_of(&svc), vec![node1.clone(), before.clone()]);
         c.nodes.set(None, &[node1.clone(), after.clone()]);
         c.syncer.update_load_balancer_hosts(&services, 1).await;
         compare_update_calls(desc, &expected, &c.cloud.lb().update_calls);
@@ -313,7 +314,7 @@ async fn only_labels_the_provider_reads_trigger_a_node_sync() {
     let edge = make_node().name("node1").set_label("role", "edge");
     let team = make_node().name("node1").set_label("team", "a");
     let cached = |c: &TestController, svc: &Service| {
-        c.syncer.cache.set(&service_key(svc), super::CachedService { state: Some(Arc::new(svc.clone())) })
+        c.syncer.cache.set(&key_of(svc), super::CachedService { state: Some(Arc::new(svc.clone())) })
     };
 
     let c = TestController::new(Fake { node_label_keys: vec!["role".into()], ..Fake::default() }).await;
@@ -340,7 +341,7 @@ async fn a_failed_host_update_counts_only_while_the_load_balancer_exists() {
     c.cloud.lb().exists = true;
     c.cloud.lb().update_err = Some(FakeError::Msg("boom"));
     let retry = c.syncer.update_load_balancer_hosts(&services, 1).await;
-    assert_eq!(retry, BTreeSet::from([service_key(&svc)]), "the load balancer exists: retry");
+    assert_eq!(retry, HashSet::from([key_of(&svc)]), "the load balancer exists: retry");
     let event = wait_for_event_in(&c, &ns, "web", "UpdateLoadBalancerFailed").await;
     assert_eq!(
         event.message,
@@ -380,15 +381,15 @@ async fn a_failed_host_update_counts_only_while_the_load_balancer_exists() {
 async fn test_slow_node_sync() {
     let ns = test_namespace().await;
     let (node1, node2, node3) = (named_node("node1"), named_node("node2"), named_node("node3"));
-    let (sync_service_tx, mut sync_service_rx) = tokio::sync::mpsc::channel::<String>(1);
+    let (sync_service_tx, mut sync_service_rx) = tokio::sync::mpsc::channel::<ObjectRef<Service>>(1);
     let (done_tx, done_rx) = tokio::sync::mpsc::channel::<String>(1);
     let done_rx = Arc::new(tokio::sync::Mutex::new(done_rx));
-    let keys: BTreeSet<String> = [format!("{ns}/service1"), format!("{ns}/service2")].into();
+    let keys: Vec<ObjectRef<Service>> = ["service1", "service2"].map(|n| ObjectRef::new(n).within(&ns)).into();
     let fake = Fake {
         update_call_cb: Some(Box::new({
             let keys = keys.clone();
             move |update: UpdateBalancerCall| {
-                let impacted = keys.iter().find(|k| **k != service_key(&update.service)).cloned().unwrap_or_default();
+                let impacted = keys.iter().find(|k| **k != key_of(&update.service)).cloned().expect("the other one");
                 let (tx, rx) = (sync_service_tx.clone(), done_rx.clone());
                 Box::pin(async move {
                     tx.send(impacted).await.expect("send");
@@ -409,7 +410,7 @@ async fn test_slow_node_sync() {
     for name in ["service1", "service2"] {
         let svc = c.create(&ns, &new_service(name, "LoadBalancer", vec![])).await;
         c.cache_service(&svc);
-        c.syncer.cache.set(&service_key(&svc), super::CachedService { state: Some(Arc::new(svc)) });
+        c.syncer.cache.set(&key_of(&svc), super::CachedService { state: Some(Arc::new(svc)) });
     }
     let syncer = c.syncer.clone();
     let node_sync = tokio::spawn(async move { syncer.sync_nodes(1).await });
@@ -426,7 +427,7 @@ async fn test_slow_node_sync() {
     };
     assert_eq!(names(&lb.update_calls), vec![vec!["node1", "node2"]], "unexpected update calls");
     assert_eq!(names(&lb.ensure_calls), vec![vec!["node1", "node2", "node3"]], "unexpected ensure calls");
-    assert_eq!(service_key(&lb.ensure_calls[0].service), key, "the impacted service was ensured");
+    assert_eq!(key_of(&lb.ensure_calls[0].service), key, "the impacted service was ensured");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -441,7 +442,7 @@ async fn no_lock_is_kept_for_a_service_after_its_syncs() {
     let mut c = TestController::new(Fake::default()).await;
     c.nodes.set(None, &[named_node("node1")]);
     let svc = c.create(&ns, &new_service("web", "LoadBalancer", vec![])).await;
-    let key = service_key(&svc);
+    let key = key_of(&svc);
     c.cache_service(&svc);
     c.syncer.sync_service(&key).await.expect("ensure");
     assert_eq!(c.cloud.calls(), vec!["create"]);
@@ -497,7 +498,7 @@ async fn a_node_sync_waits_for_the_services_own_sync_unless_the_provider_takes_o
         let mut c = TestController::new(fake).await;
         c.nodes.set(None, &[named_node("node1")]);
         let svc = c.create(&ns, &new_service("web", "LoadBalancer", vec![])).await;
-        let key = service_key(&svc);
+        let key = key_of(&svc);
         c.cache_service(&svc);
         let service_sync = tokio::spawn({
             let (syncer, key) = (c.syncer.clone(), key.clone());

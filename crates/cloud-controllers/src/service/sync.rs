@@ -2,13 +2,15 @@
 //! their cloud calls, events and API writes. Every decision is taken by the pure functions in
 //! `filter`, `nodes` and `plan`; this file only sends what they planned.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use sync_lock::Unpoison as _;
 
 use cloud_provider::{CloudError, LoadBalancer};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
-use controller_runtime::{EventRecorder, KeyedGuard, KeyedLock, ReconcileError, object_ref};
+use controller_runtime::{
+    EventRecorder, KeyName, KeyedGuard, KeyedLock, ReconcileError, Reconciled, key_of, object_ref,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 use kube::api::{Api, Patch, PatchParams};
@@ -30,9 +32,6 @@ use super::plan::{
 /// Why syncing a Service failed. The messages are upstream's.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// The queue key is not `namespace/name`.
-    #[error("unexpected key format: {0:?}")]
-    UnexpectedKey(String),
     /// `get_load_balancer` failed before a deletion.
     #[error("failed to check if load balancer exists before cleanup: {0}")]
     CheckExists(#[source] CloudError),
@@ -93,26 +92,6 @@ impl ReconcileError for SyncError {
     }
 }
 
-/// Splits a `namespace/name` key (client-go `SplitMetaNamespaceKey`; a bare name is in the
-/// default namespace `""`).
-pub fn split_key(key: &str) -> Result<(&str, &str), SyncError> {
-    let parts: Vec<&str> = key.split('/').collect();
-    match parts.as_slice() {
-        [name] => Ok(("", name)),
-        [ns, name] => Ok((ns, name)),
-        _ => Err(SyncError::UnexpectedKey(key.to_owned())),
-    }
-}
-
-/// The key of a Service (client-go `MetaNamespaceKeyFunc`).
-pub fn service_key(service: &Service) -> String {
-    let name = service.metadata.name.as_deref().unwrap_or_default();
-    match service.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_owned(),
-    }
-}
-
 /// What the service controller works with; shared by the service workers and the node sync.
 pub struct ServiceSyncer<L: LoadBalancer> {
     pub(crate) balancer: Arc<L>,
@@ -125,14 +104,14 @@ pub struct ServiceSyncer<L: LoadBalancer> {
     pub(crate) events: EventRecorder,
     pub(crate) cache: ServiceCache,
     /// The nodes each Service's load balancer was last given (upstream `lastSyncedNodes`).
-    last_synced_nodes: Mutex<HashMap<String, Vec<Arc<Node>>>>,
+    last_synced_nodes: Mutex<HashMap<ObjectRef<Service>, Vec<Arc<Node>>>>,
     /// What the API server made of the last status patch of each Service.
-    status_echo: Mutex<HashMap<String, StatusEcho>>,
+    status_echo: Mutex<HashMap<ObjectRef<Service>, StatusEcho>>,
     /// Held by a Service's sync and by the node sync's update of its load balancer, so the
     /// provider never gets two calls for one Service at once unless it says it takes them
     /// ([`LoadBalancer::calls_for_one_service_may_overlap`]; upstream's
     /// `lockedUpdateLoadBalancerHosts` names that intent).
-    locks: KeyedLock<String>,
+    locks: KeyedLock<ObjectRef<Service>>,
     metrics: ServiceMetrics,
 }
 
@@ -190,11 +169,11 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
 
     /// Holds the Service's lock (see `locks`), unless the provider takes overlapping calls for
     /// one Service: then nothing is held, as upstream holds nothing.
-    async fn exclusive(&self, key: &str) -> Option<KeyedGuard<String>> {
+    async fn exclusive(&self, key: &ObjectRef<Service>) -> Option<KeyedGuard<ObjectRef<Service>>> {
         if self.balancer.calls_for_one_service_may_overlap() {
             return None;
         }
-        Some(self.locks.lock(key.to_owned()).await)
+        Some(self.locks.lock(key.clone()).await)
     }
 
     fn api(&self, service: &Service) -> Api<Service> {
@@ -202,16 +181,14 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     }
 
     /// The Service in the informer's cache.
-    pub fn cached_service(&self, key: &str) -> Option<Arc<Service>> {
-        let (ns, name) = split_key(key).ok()?;
-        self.services.get(&ObjectRef::new(name).within(ns))
+    pub fn cached_service(&self, key: &ObjectRef<Service>) -> Option<Arc<Service>> {
+        self.services.get(key)
     }
 
-    /// Upstream `syncService`. `Ok(true)` if the provider was asked and answered.
-    pub async fn sync_service(&self, key: &str) -> Result<bool, SyncError> {
-        let (ns, name) = split_key(key)?;
+    /// Upstream `syncService`.
+    pub async fn sync_service(&self, key: &ObjectRef<Service>) -> Result<Reconciled, SyncError> {
         let _held = self.exclusive(key).await;
-        match self.services.get(&ObjectRef::new(name).within(ns)) {
+        match self.services.get(key) {
             None => self.process_service_deletion(key).await,
             Some(service) => self.process_service_create_or_update(service, key).await,
         }
@@ -219,27 +196,27 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
 
     /// Upstream `processServiceDeletion`: the Service is gone from the cache; delete the load
     /// balancer of its last synced state, if any.
-    pub async fn process_service_deletion(&self, key: &str) -> Result<bool, SyncError> {
-        let Some(CachedService { state }) = self.cache.get(key) else { return Ok(false) };
-        info!(service = %key, "service has been deleted; attempting to clean up load balancer resources");
-        let answered = match state {
+    pub async fn process_service_deletion(&self, key: &ObjectRef<Service>) -> Result<Reconciled, SyncError> {
+        let Some(CachedService { state }) = self.cache.get(key) else { return Ok(Reconciled::DONE) };
+        info!(service = %KeyName(key), "service has been deleted; attempting to clean up load balancer resources");
+        let outcome = match state {
             Some(service) => self.process_load_balancer_delete(&service).await?,
-            None => false,
+            None => Reconciled::DONE,
         };
         self.forget(key);
-        Ok(answered)
+        Ok(outcome)
     }
 
-    fn forget(&self, key: &str) {
+    fn forget(&self, key: &ObjectRef<Service>) {
         self.cache.delete(key);
         self.last_synced_nodes.lock_unpoisoned().remove(key);
         self.status_echo.lock_unpoisoned().remove(key);
     }
 
     /// Upstream `processLoadBalancerDelete`, for a Service that is gone or was replaced.
-    async fn process_load_balancer_delete(&self, service: &Service) -> Result<bool, SyncError> {
+    async fn process_load_balancer_delete(&self, service: &Service) -> Result<Reconciled, SyncError> {
         if !wants_load_balancer(service, self.class()) {
-            return Ok(false);
+            return Ok(Reconciled::DONE);
         }
         let reference = object_ref(service);
         self.events.normal(&reference, "DeletingLoadBalancer", "Deleting load balancer".to_owned()).await;
@@ -250,18 +227,21 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             return Err(SyncError::DeleteGone(e));
         }
         self.events.normal(&reference, "DeletedLoadBalancer", "Deleted load balancer".to_owned()).await;
-        Ok(true)
+        Ok(Reconciled::ANSWERED)
     }
 
     /// Upstream `processServiceCreateOrUpdate`.
-    pub async fn process_service_create_or_update(&self, service: Arc<Service>, key: &str) -> Result<bool, SyncError> {
+    pub async fn process_service_create_or_update(
+        &self,
+        service: Arc<Service>,
+        key: &ObjectRef<Service>,
+    ) -> Result<Reconciled, SyncError> {
         let cached = self.cache.get_or_create(key);
-        let mut answered = false;
         if let Some(old) = cached.state
             && old.metadata.uid != service.metadata.uid
         {
             // Deleted and re-created without the finalizer meanwhile: the old load balancer goes.
-            answered |= self.process_load_balancer_delete(&old).await?;
+            self.process_load_balancer_delete(&old).await?;
             self.status_echo.lock_unpoisoned().remove(key);
         }
         self.cache.set(key, CachedService { state: Some(service.clone()) });
@@ -276,23 +256,24 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
                     .await;
                 Err(e)
             }
-            Ok((op, sync_answered)) => {
+            Ok(op) => {
                 if op == Operation::Delete {
                     self.forget(key);
                 }
-                Ok(answered || sync_answered)
+                // The sync asked the provider and got an answer.
+                Ok(Reconciled::ANSWERED)
             }
         }
     }
 
     /// Upstream `syncLoadBalancerIfNeeded`: deletes or ensures the load balancer, manages the
-    /// finalizer around it, and records the status. Returns the operation and whether the
-    /// provider answered.
+    /// finalizer around it, and records the status. Returns the operation; every `Ok` asked
+    /// the provider and got an answer.
     pub async fn sync_load_balancer_if_needed(
         &self,
         service: &Service,
-        key: &str,
-    ) -> Result<(Operation, bool), SyncError> {
+        key: &ObjectRef<Service>,
+    ) -> Result<Operation, SyncError> {
         let op = operation(service, self.class());
         let reference = object_ref(service);
         let new_status = match op {
@@ -304,12 +285,12 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
                     .map_err(SyncError::CheckExists)?
                     .is_some();
                 if exists {
-                    info!(service = %key, "deleting existing load balancer");
+                    info!(service = %KeyName(key), "deleting existing load balancer");
                     self.events.normal(&reference, "DeletingLoadBalancer", "Deleting load balancer".to_owned()).await;
                     match self.balancer.ensure_load_balancer_deleted(&self.cluster_name, service).await {
                         Ok(()) => {}
                         Err(CloudError::ImplementedElsewhere) => {
-                            debug!(service = %key, "load balancer implemented by a different controller; ignoring")
+                            debug!(service = %KeyName(key), "load balancer implemented by a different controller; ignoring")
                         }
                         Err(e) => return Err(SyncError::Delete(e)),
                     }
@@ -321,7 +302,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
                 LoadBalancerStatus::default()
             }
             Operation::Ensure => {
-                info!(service = %key, "ensuring load balancer");
+                info!(service = %KeyName(key), "ensuring load balancer");
                 self.events.normal(&reference, "EnsuringLoadBalancer", "Ensuring load balancer".to_owned()).await;
                 // The finalizer goes on before any load balancer exists, so the Service cannot
                 // be deleted without its load balancer being deleted too.
@@ -329,8 +310,8 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
                 let status = match self.ensure_load_balancer(service, key).await {
                     Ok(status) => status,
                     Err(SyncError::Ensure(CloudError::ImplementedElsewhere)) => {
-                        debug!(service = %key, "load balancer implemented by a different controller; ignoring");
-                        return Ok((op, true));
+                        debug!(service = %KeyName(key), "load balancer implemented by a different controller; ignoring");
+                        return Ok(op);
                     }
                     Err(e) => return Err(e),
                 };
@@ -344,8 +325,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             Err(e) if is_not_found(&e) => {}
             Err(e) => return Err(SyncError::UpdateStatus(e)),
         }
-        // Every path that gets here asked the provider and got an answer.
-        Ok((op, true))
+        Ok(op)
     }
 
     /// Upstream `ensureLoadBalancer`: the stable node set goes to the provider and is
@@ -353,7 +333,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     async fn ensure_load_balancer(
         &self,
         service: &Service,
-        key: &str,
+        key: &ObjectRef<Service>,
     ) -> Result<cloud_provider::LoadBalancerStatus, SyncError> {
         let nodes =
             list_with_predicates(self.nodes.as_ref(), &STABLE_NODE_SET_PREDICATES).map_err(SyncError::ListNodes)?;
@@ -366,7 +346,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
                 )
                 .await;
         }
-        self.last_synced_nodes.lock_unpoisoned().insert(key.to_owned(), nodes.clone());
+        self.last_synced_nodes.lock_unpoisoned().insert(key.clone(), nodes.clone());
         let hosts: Vec<Node> = nodes.iter().map(|n| Node::clone(n)).collect();
         self.balancer.ensure_load_balancer(&self.cluster_name, service, &hosts).await.map_err(SyncError::Ensure)
     }
@@ -412,21 +392,21 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     pub async fn patch_status(
         &self,
         service: &Service,
-        key: &str,
+        key: &ObjectRef<Service>,
         desired: &LoadBalancerStatus,
     ) -> Result<(), kube::Error> {
         let echo = self.status_echo.lock_unpoisoned().get(key).cloned();
         let Some(patch) = status_patch(service, desired, echo.as_ref()) else { return Ok(()) };
         let name = service.metadata.name.as_deref().unwrap_or_default();
-        debug!(service = %key, %patch, "patching status");
+        debug!(service = %KeyName(key), %patch, "patching status");
         let stored = self.api(service).patch_status(name, &self.params, &Patch::Merge(patch)).await?;
-        self.status_echo.lock_unpoisoned().insert(key.to_owned(), StatusEcho::new(service, desired, &stored));
+        self.status_echo.lock_unpoisoned().insert(key.clone(), StatusEcho::new(service, desired, &stored));
         Ok(())
     }
 
     /// Upstream `syncNodes`: brings every cached load balancer to the current node set, `workers`
-    /// at a time. Returns the keys of the Services to retry with a full sync.
-    pub async fn sync_nodes(&self, workers: usize) -> BTreeSet<String> {
+    /// at a time. Returns the Services to retry with a full sync.
+    pub async fn sync_nodes(&self, workers: usize) -> HashSet<ObjectRef<Service>> {
         let started = std::time::Instant::now();
         let services = self.cache.all_services();
         let total = services.len();
@@ -457,12 +437,12 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         &self,
         services: &[Option<Arc<Service>>],
         workers: usize,
-    ) -> BTreeSet<String> {
+    ) -> HashSet<ObjectRef<Service>> {
         let services: Vec<Arc<Service>> = services.iter().flatten().cloned().collect();
         futures::stream::iter(services)
             .map(|service: Arc<Service>| async move {
                 let retry = self.node_sync_service(&service).await;
-                retry.then(|| service_key(&service))
+                retry.then(|| key_of(service.as_ref()))
             })
             .buffer_unordered(workers.max(1))
             .filter_map(std::future::ready)
@@ -475,7 +455,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         if !wants_load_balancer(service, self.class()) {
             return false;
         }
-        let key = service_key(service);
+        let key = key_of(service);
         let _held = self.exclusive(&key).await;
         let new_nodes = match list_with_predicates(self.nodes.as_ref(), &STABLE_NODE_SET_PREDICATES) {
             Ok(nodes) => nodes,
@@ -501,7 +481,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         match self.locked_update_load_balancer_hosts(service, &new_nodes).await {
             Ok(()) => false,
             Err(e) => {
-                warn!(service = %key, error = %e, "failed to update load balancer hosts");
+                warn!(service = %KeyName(&key), error = %e, "failed to update load balancer hosts");
                 self.metrics.nodesync_error.inc();
                 true
             }
@@ -515,8 +495,8 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         service: &Service,
         hosts: &[Arc<Node>],
     ) -> Result<(), CloudError> {
-        let key = service_key(service);
-        info!(service = %key, nodes = hosts.len(), names = ?loggable_node_names(hosts), "updating load balancer backends");
+        let key = key_of(service);
+        info!(service = %KeyName(&key), nodes = hosts.len(), names = ?loggable_node_names(hosts), "updating load balancer backends");
         let reference = object_ref(service);
         let nodes: Vec<Node> = hosts.iter().map(|n| Node::clone(n)).collect();
         self.metrics.loadbalancer_sync.inc();
@@ -546,7 +526,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         match self.balancer.get_load_balancer(&self.cluster_name, service).await {
             Ok(None) => return Ok(()),
             Ok(Some(_)) => {}
-            Err(check) => warn!(service = %key, error = %check, "failed to check if load balancer exists"),
+            Err(check) => warn!(service = %KeyName(&key), error = %check, "failed to check if load balancer exists"),
         }
         self.events
             .warning(
@@ -572,7 +552,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
     /// Sets the nodes a Service's load balancer was last synced with (tests port upstream's
     /// direct writes to `lastSyncedNodes`).
     #[cfg(test)]
-    pub(crate) fn store_last_synced_nodes(&self, key: &str, nodes: Vec<Arc<Node>>) {
-        self.last_synced_nodes.lock_unpoisoned().insert(key.to_owned(), nodes);
+    pub(crate) fn store_last_synced_nodes(&self, key: &ObjectRef<Service>, nodes: Vec<Arc<Node>>) {
+        self.last_synced_nodes.lock_unpoisoned().insert(key.clone(), nodes);
     }
 }

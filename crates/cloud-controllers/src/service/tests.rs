@@ -9,6 +9,7 @@ use cloud_provider::well_known::{
 };
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::runtime::reflector::ObjectRef;
 use pretty_assertions::assert_eq;
 
 use super::cache::{CachedService, ServiceCache};
@@ -268,23 +269,24 @@ fn the_class_selector_picks_exactly_one_class_instead_of_the_classless_services(
 #[test]
 fn test_service_cache() {
     let sc = ServiceCache::default();
+    let (add_test, add_test1) = (ObjectRef::new("addTest"), ObjectRef::new("addTest1"));
     let svc = || CachedService { state: Some(Arc::new(default_external_service())) };
     // "Add"
-    sc.get_or_create("addTest");
-    sc.set("addTest", svc());
+    sc.get_or_create(&add_test);
+    sc.set(&add_test, svc());
     assert_eq!(sc.len(), 1, "Add");
     // "Del"
-    sc.delete("addTest");
+    sc.delete(&add_test);
     assert_eq!(sc.len(), 0, "Del");
     // "Set and Get"
-    sc.set("addTest", svc());
-    let got = sc.get("addTest").expect("Set and Get: is Available");
+    sc.set(&add_test, svc());
+    let got = sc.get(&add_test).expect("Set and Get: is Available");
     assert!(got.state.is_some(), "Set and Get: cachedService expected non-nil");
     // "ListKeys"
-    sc.set("addTest1", svc());
+    sc.set(&add_test1, svc());
     assert_eq!(sc.list_keys().len(), 2, "ListKeys");
     // "GetbyKeys"
-    assert!(sc.get_by_key("addTest").is_some_and(|c| c.state.is_some()), "GetbyKeys");
+    assert!(sc.get_by_key(&add_test).is_some_and(|c| c.state.is_some()), "GetbyKeys");
     // "allServices"
     assert_eq!(sc.all_services().len(), 2, "allServices");
 }

@@ -26,6 +26,16 @@ pub type IpNetSet = BTreeSet<IpNet>;
 #[error("{0}")]
 pub struct SourceRangesError(String);
 
+/// `namespace/name` of a Service (`name` without a namespace), as client-go's
+/// `MetaNamespaceKeyFunc` writes it: how messages name a Service.
+pub fn service_name(service: &Service) -> String {
+    let name = service.metadata.name.as_deref().unwrap_or_default();
+    match service.metadata.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
 /// Parses CIDRs like upstream's `utilnet.ParseIPNets` (Go's `ParseCIDRSloppy` on each trimmed
 /// value): the address may have IPv4 octets with leading zeros; host bits are cleared.
 pub fn parse_ip_nets<'a>(specs: impl IntoIterator<Item = &'a str>) -> Result<IpNetSet, String> {

@@ -3,11 +3,11 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{Created, push_filter, selector_from_labels};
-use crate::Page;
+use super::common::{Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{Action, Certificate, CertificateId, CertificateListParams, CreateCertificateRequest, Labels};
+use crate::paging::Page;
 
 /// Certificate endpoints.
 #[derive(Debug, Clone, Copy)]

@@ -5,8 +5,7 @@ use std::net::IpAddr;
 use reqwest::Method;
 use serde::{Deserialize, Serialize};
 
-use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
-use crate::Page;
+use super::common::{ActionEnvelope, Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{
@@ -14,6 +13,7 @@ use crate::models::{
     LoadBalancer, LoadBalancerId, LoadBalancerListParams, NetworkId, TargetSpec, UpdateLoadBalancerRequest,
     UpdateServiceRequest,
 };
+use crate::paging::Page;
 
 /// Load balancer endpoints.
 #[derive(Debug, Clone, Copy)]

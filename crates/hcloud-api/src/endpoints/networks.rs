@@ -3,11 +3,11 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
-use crate::Page;
+use super::common::{ActionEnvelope, Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{Action, CreateNetworkRequest, Labels, Network, NetworkId, NetworkListParams, Route};
+use crate::paging::Page;
 
 /// Network endpoints.
 #[derive(Debug, Clone, Copy)]

@@ -3,13 +3,13 @@
 use reqwest::Method;
 use serde::Deserialize;
 
-use super::{ActionEnvelope, Created, push_filter, selector_from_labels};
-use crate::Page;
+use super::common::{ActionEnvelope, Created, push_filter, selector_from_labels};
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::models::{
     Action, AttachServerToNetworkRequest, CreateServerRequest, Labels, NetworkId, Server, ServerId, ServerListParams,
 };
+use crate::paging::Page;
 
 /// Server endpoints.
 #[derive(Debug, Clone, Copy)]

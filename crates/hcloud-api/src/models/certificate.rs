@@ -1,5 +1,7 @@
 //! TLS certificates (uploaded and managed).
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::common::{CertificateId, Labels};
@@ -17,21 +19,19 @@ crate::string_enum! {
 }
 
 /// A certificate.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct Certificate {
-    /// Id.
     pub id: CertificateId,
-    /// Name.
     pub name: String,
-    /// Kind.
+    /// `uploaded` or `managed` (the JSON `type`).
     #[serde(rename = "type")]
     pub kind: CertificateKind,
     /// Domains covered.
     pub domain_names: Vec<String>,
-    /// Labels.
     pub labels: Labels,
-    /// Fingerprint.
+    /// SHA-256 fingerprint, colon-separated hex; None until a managed certificate is issued.
     pub fingerprint: Option<String>,
     /// Validity start.
     pub not_valid_before: Option<String>,
@@ -59,34 +59,26 @@ pub struct CertificateListParams {
     /// Exact name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Label selector.
+    /// Label selector, e.g. `env=prod,!legacy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
 }
 
 /// Body of `POST /certificates`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone)]
 pub enum CreateCertificateRequest {
     /// Upload a certificate and its key.
     Uploaded {
-        /// Name.
         name: String,
         /// PEM certificate chain.
         certificate: String,
         /// PEM private key.
         private_key: secrecy::SecretString,
-        /// Labels.
         labels: Labels,
     },
     /// Let Hetzner issue one.
-    Managed {
-        /// Name.
-        name: String,
-        /// Domains.
-        domain_names: Vec<String>,
-        /// Labels.
-        labels: Labels,
-    },
+    Managed { name: String, domain_names: Vec<String>, labels: Labels },
 }
 
 impl Serialize for CreateCertificateRequest {

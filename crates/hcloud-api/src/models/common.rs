@@ -1,5 +1,7 @@
 //! Types shared by several resources: ids, labels, protection, actions, pagination, locations.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -71,15 +73,9 @@ crate::string_enum! {
 #[serde(default)]
 pub struct ActionError {
     /// Error code.
-    pub code: crate::ErrorCode,
+    pub code: crate::error_code::ErrorCode,
     /// Error message.
     pub message: String,
-}
-
-impl Default for crate::ErrorCode {
-    fn default() -> Self {
-        crate::ErrorCode::Unknown(String::new())
-    }
 }
 
 /// A reference to a resource, as in an action's `resources`.
@@ -94,10 +90,10 @@ pub struct ResourceRef {
 }
 
 /// An asynchronous operation of the API.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct Action {
-    /// Id.
     pub id: ActionId,
     /// What the action does, e.g. `add_target`.
     pub command: String,
@@ -142,22 +138,18 @@ pub struct Meta {
 }
 
 /// A location (`fsn1`, `nbg1`, ...).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Location {
-    /// Id.
     pub id: i64,
     /// Name, e.g. `fsn1`.
     pub name: String,
-    /// Description.
     pub description: String,
     /// ISO country code.
     pub country: String,
-    /// City.
     pub city: String,
-    /// Latitude.
     pub latitude: f64,
-    /// Longitude.
     pub longitude: f64,
     /// Network zone, e.g. `eu-central`.
     pub network_zone: String,

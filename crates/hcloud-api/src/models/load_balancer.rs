@@ -1,5 +1,7 @@
 //! Load balancers, their services, targets and types.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
@@ -59,22 +61,16 @@ crate::string_enum! {
 }
 
 /// A load balancer.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct LoadBalancer {
-    /// Id.
     pub id: LoadBalancerId,
-    /// Name.
     pub name: String,
-    /// Labels.
     pub labels: Labels,
-    /// Type.
     pub load_balancer_type: LoadBalancerType,
-    /// Location.
     pub location: Location,
-    /// Algorithm.
     pub algorithm: AlgorithmSpec,
-    /// Protection.
     pub protection: Protection,
     /// Public interface and addresses.
     pub public_net: LbPublicNet,
@@ -82,7 +78,6 @@ pub struct LoadBalancer {
     pub private_net: Vec<LbPrivateNet>,
     /// Services (one per listen port).
     pub services: Vec<LbService>,
-    /// Targets.
     pub targets: Vec<LbTarget>,
     /// Creation time.
     pub created: String,
@@ -130,20 +125,20 @@ pub struct LbIpv6 {
 }
 
 /// A load balancer's attachment to a private network.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct LbPrivateNet {
-    /// The network.
     pub network: NetworkId,
     /// The load balancer's IP in it.
     pub ip: Option<IpAddr>,
 }
 
 /// A load balancer service: a listen port forwarded to a destination port on the targets.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct LbService {
-    /// Protocol.
     pub protocol: LbProtocol,
     /// Port the load balancer listens on.
     pub listen_port: u16,
@@ -151,7 +146,7 @@ pub struct LbService {
     pub destination_port: u16,
     /// Whether the PROXY protocol header is sent.
     pub proxyprotocol: bool,
-    /// Health check.
+    /// Health check; always present in answers, and required by `add_service`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
     /// HTTP options (http/https only).
@@ -179,13 +174,13 @@ pub struct HealthCheck {
 }
 
 /// HTTP options of a health check.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct HealthCheckHttp {
     /// Host header.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
-    /// Path.
     pub path: String,
     /// Expected response body substring.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,6 +193,7 @@ pub struct HealthCheckHttp {
 }
 
 /// HTTP options of a service.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct HttpOptions {
@@ -212,7 +208,6 @@ pub struct HttpOptions {
     pub certificates: Vec<CertificateId>,
     /// Redirect HTTP to HTTPS.
     pub redirect_http: bool,
-    /// Sticky sessions.
     pub sticky_sessions: bool,
     /// Idle timeout in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -223,7 +218,7 @@ pub struct HttpOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct LbTarget {
-    /// Kind.
+    /// `server`, `ip` or `label_selector` (the JSON `type`): which of the next three fields is set.
     #[serde(rename = "type")]
     pub kind: TargetKind,
     /// The server, for server targets.
@@ -241,10 +236,10 @@ pub struct LbTarget {
 }
 
 /// A server matched by a label-selector target.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct LbSelectedTarget {
-    /// The server.
     pub server: Option<IdRef<ServerId>>,
     /// Whether traffic goes to the server's private IP.
     pub use_private_ip: bool,
@@ -253,16 +248,16 @@ pub struct LbSelectedTarget {
 }
 
 /// `{"id": ...}`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub struct IdRef<T> {
-    /// The id.
     pub id: T,
 }
 
 /// `{"ip": ...}`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct IpRef {
-    /// The IP.
     pub ip: IpAddr,
 }
 
@@ -274,23 +269,20 @@ pub struct SelectorRef {
 }
 
 /// Health of a target on one listen port.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TargetHealth {
-    /// The listen port.
     pub listen_port: u16,
-    /// The health.
     pub status: HealthStatus,
 }
 
 /// A load balancer type (`lb11`, `lb21`, `lb31`).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct LoadBalancerType {
-    /// Id.
     pub id: i64,
-    /// Name.
     pub name: String,
-    /// Description.
     pub description: String,
     /// Maximum number of targets.
     pub max_targets: u32,
@@ -310,15 +302,15 @@ pub struct LoadBalancerListParams {
     /// Exact name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Label selector.
+    /// Label selector, e.g. `env=prod,!legacy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
 }
 
 /// Body of `POST /load_balancers`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CreateLoadBalancerRequest {
-    /// Name.
     pub name: String,
     /// Type name, e.g. `lb11`.
     pub load_balancer_type: String,
@@ -328,10 +320,8 @@ pub struct CreateLoadBalancerRequest {
     /// Network zone (or use `location`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network_zone: Option<String>,
-    /// Algorithm.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<AlgorithmSpec>,
-    /// Labels.
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub labels: Labels,
     /// Network to attach at creation.
@@ -386,6 +376,7 @@ pub struct UpdateServiceRequest {
 /// `certificates: Some(vec![])` removes every certificate (e.g. when a service changes from
 /// https to http); `None` keeps them. Redirect and sticky sessions stay as they are unless
 /// given — unlike [`HttpOptions`], whose `false` would switch them off.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct UpdateHttpOptions {
     /// Sticky-session cookie name.
@@ -400,7 +391,6 @@ pub struct UpdateHttpOptions {
     /// Redirect HTTP to HTTPS.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_http: Option<bool>,
-    /// Sticky sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sticky_sessions: Option<bool>,
     /// Idle timeout in seconds.
@@ -455,9 +445,9 @@ impl Serialize for TargetSpec {
 }
 
 /// Body of `attach_to_network`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AttachLbToNetworkRequest {
-    /// The network.
     pub network: NetworkId,
     /// A fixed IP in it.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,7 @@
 //! Private networks, subnets and routes.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -8,27 +10,22 @@ use serde::{Deserialize, Serialize};
 use super::common::{Labels, NetworkId, Protection, ServerId};
 
 /// A private network.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Network {
-    /// Id.
     pub id: NetworkId,
-    /// Name.
     pub name: String,
     /// The network's range, e.g. `10.0.0.0/8`.
     pub ip_range: IpNet,
-    /// Subnets.
     #[serde(default)]
     pub subnets: Vec<Subnet>,
-    /// Routes.
     #[serde(default)]
     pub routes: Vec<Route>,
     /// Attached servers.
     #[serde(default)]
     pub servers: Vec<ServerId>,
-    /// Labels.
     #[serde(default)]
     pub labels: Labels,
-    /// Protection.
     #[serde(default)]
     pub protection: Protection,
 }
@@ -67,22 +64,20 @@ pub struct NetworkListParams {
     /// Exact name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Label selector.
+    /// Label selector, e.g. `env=prod,!legacy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
 }
 
 /// Body of `POST /networks`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CreateNetworkRequest {
-    /// Name.
     pub name: String,
     /// The network's range.
     pub ip_range: IpNet,
-    /// Subnets.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subnets: Vec<Subnet>,
-    /// Labels.
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub labels: Labels,
 }

@@ -1,5 +1,7 @@
 //! Servers and server types.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::IpNet;
@@ -38,26 +40,22 @@ impl Default for ServerStatus {
 /// A cloud server.
 ///
 /// `datacenter` is deliberately absent: the API removed it in 2026 and the client never needs it.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Server {
-    /// Id.
     pub id: ServerId,
     /// Name (unique per project).
     pub name: String,
-    /// Status.
     pub status: ServerStatus,
     /// Creation time (RFC 3339).
     pub created: String,
-    /// Type.
     pub server_type: ServerType,
-    /// Location.
     pub location: Location,
     /// Public network configuration.
     pub public_net: ServerPublicNet,
     /// Private networks the server is attached to.
     pub private_net: Vec<ServerPrivateNet>,
-    /// Labels.
     pub labels: Labels,
     /// Ids of load balancers targeting this server.
     pub load_balancers: Vec<i64>,
@@ -104,10 +102,10 @@ pub struct ServerIpv6 {
 }
 
 /// A server's attachment to a private network.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct ServerPrivateNet {
-    /// The network.
     pub network: NetworkId,
     /// The server's IP in it.
     pub ip: Option<IpAddr>,
@@ -118,14 +116,12 @@ pub struct ServerPrivateNet {
 }
 
 /// A server type (`cx23`, `cpx11`, ...).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ServerType {
-    /// Id.
     pub id: i64,
-    /// Name.
     pub name: String,
-    /// Description.
     pub description: String,
     /// CPU cores.
     pub cores: u32,
@@ -162,9 +158,9 @@ pub struct CreateServerPublicNet {
 }
 
 /// Body of `POST /servers`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CreateServerRequest {
-    /// Name.
     pub name: String,
     /// Server type name.
     pub server_type: String,
@@ -173,7 +169,6 @@ pub struct CreateServerRequest {
     /// Location name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
-    /// Labels.
     #[serde(skip_serializing_if = "Labels::is_empty")]
     pub labels: Labels,
     /// Networks to attach at creation.
@@ -185,9 +180,9 @@ pub struct CreateServerRequest {
 }
 
 /// Body of `POST /servers/{id}/actions/attach_to_network`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AttachServerToNetworkRequest {
-    /// The network.
     pub network: NetworkId,
     /// A fixed IP in it.
     #[serde(skip_serializing_if = "Option::is_none")]

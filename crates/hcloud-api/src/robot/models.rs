@@ -36,7 +36,7 @@ pub struct RobotServer {
 /// The reset state of a server (the `reset` object).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct RobotReset {
-    /// The server number.
+    /// The server number the reset state belongs to (as in [`RobotServer::server_number`]).
     pub server_number: u64,
     /// `running`, `shut off`, or `not supported` (tower models).
     #[serde(default)]

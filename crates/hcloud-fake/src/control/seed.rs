@@ -107,13 +107,15 @@ pub struct SeedNetwork {
     pub name: String,
     /// IP range (CIDR, RFC 1918).
     pub ip_range: String,
-    /// Subnets.
+    /// Subnets, validated like `POST /networks` does (each a /30 or larger inside `ip_range`,
+    /// no overlaps).
     #[serde(default)]
     pub subnets: Vec<SeedSubnet>,
     /// Routes (gateway must be inside the range; not checked against servers).
     #[serde(default)]
     pub routes: Vec<Route>,
-    /// Labels.
+    /// Hetzner labels (key → value) the network is created with; list calls filter on them
+    /// with `label_selector`.
     #[serde(default)]
     pub labels: Labels,
     /// Delete protection.
@@ -156,12 +158,12 @@ impl SeedNetwork {
 /// A network attachment of a seeded server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeedServerNetwork {
-    /// The network.
+    /// The network to attach to, by id or name; it must be seeded before the server.
     pub network: NetworkRef,
     /// Fixed private IP (otherwise the next free one).
     #[serde(default)]
     pub ip: Option<String>,
-    /// Alias IPs.
+    /// Extra private IPv4s of the server in that network, besides `ip` (empty: none).
     #[serde(default)]
     pub alias_ips: Vec<String>,
 }
@@ -183,7 +185,8 @@ pub struct SeedServer {
     /// Status (default `running`).
     #[serde(default = "running")]
     pub status: ServerStatus,
-    /// Labels.
+    /// Hetzner labels (key → value) the server is created with; list calls filter on them
+    /// with `label_selector`.
     #[serde(default)]
     pub labels: Labels,
     /// Assign a public IPv4 (default true).
@@ -330,7 +333,8 @@ pub struct SeedLoadBalancer {
     /// Location (default `fsn1`).
     #[serde(default = "fsn1")]
     pub location: String,
-    /// Labels.
+    /// Hetzner labels (key → value) the load balancer is created with (e.g. the CCM's
+    /// `hcloud-ccm/service-uid` ownership label).
     #[serde(default)]
     pub labels: Labels,
     /// Algorithm (default `round_robin`).
@@ -345,10 +349,11 @@ pub struct SeedLoadBalancer {
     /// Public interface enabled (default true).
     #[serde(default = "yes")]
     pub public_interface: bool,
-    /// Services.
+    /// Services (listen port → destination port, health check, ...), as the `add_service`
+    /// action takes them.
     #[serde(default)]
     pub services: Vec<ServiceRequest>,
-    /// Targets.
+    /// Targets (servers, label selectors, IPs), as the `add_target` action takes them.
     #[serde(default)]
     pub targets: Vec<TargetRequest>,
     /// Delete protection.
@@ -383,10 +388,11 @@ pub struct SeedCertificate {
     /// `uploaded` (default) or `managed`.
     #[serde(rename = "type", default = "uploaded")]
     pub kind: String,
-    /// Domain names.
+    /// Domain names the certificate covers; ignored when `certificate` is given (the PEM's
+    /// names are used then).
     #[serde(default)]
     pub domain_names: Vec<String>,
-    /// Labels.
+    /// Hetzner labels (key → value) the certificate is created with.
     #[serde(default)]
     pub labels: Labels,
     /// PEM text (a placeholder is generated if absent).
@@ -415,19 +421,19 @@ impl SeedCertificate {
 /// A whole seed (the `--seed` file format).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seed {
-    /// Networks.
+    /// Networks, created first (servers and load balancers may name them).
     #[serde(default)]
     pub networks: Vec<SeedNetwork>,
-    /// Servers.
+    /// Servers, created after the networks, one by one.
     #[serde(default)]
     pub servers: Vec<SeedServer>,
-    /// Server batches.
+    /// Groups of alike servers, created after `servers`.
     #[serde(default)]
     pub server_batches: Vec<SeedServerBatch>,
-    /// Certificates.
+    /// Certificates, created before the load balancers.
     #[serde(default)]
     pub certificates: Vec<SeedCertificate>,
-    /// Load balancers.
+    /// Load balancers, created last (their targets may name seeded servers).
     #[serde(default)]
     pub load_balancers: Vec<SeedLoadBalancer>,
     /// Dedicated (Robot) servers, served under `/robot`.

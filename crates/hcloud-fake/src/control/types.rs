@@ -37,10 +37,10 @@ impl ResourceKind {
 /// A resource by kind and id: `{"type":"server","id":10000001}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ResourceRef {
-    /// Kind.
+    /// Which collection the id belongs to (the JSON `type`, e.g. `server`).
     #[serde(rename = "type")]
     pub kind: ResourceKind,
-    /// Id.
+    /// The resource's id within that collection.
     pub id: u64,
 }
 
@@ -159,13 +159,13 @@ impl TargetHealthOverride {
 /// Everything the fake holds, as the API would serve it. Sorted by id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateSnapshot {
-    /// Servers.
+    /// Servers (with public and private networks), as `GET /servers` would serve them.
     pub servers: Vec<Server>,
     /// Networks (with routes).
     pub networks: Vec<Network>,
     /// Load balancers (with services, targets, private networks).
     pub load_balancers: Vec<LoadBalancer>,
-    /// Certificates.
+    /// Certificates (uploaded and managed), as `GET /certificates` would serve them.
     pub certificates: Vec<Certificate>,
     /// All actions ever started.
     pub actions: Vec<Action>,
@@ -241,9 +241,9 @@ pub struct Settings {
     pub action_delay_ms: u64,
     /// How long finished actions are kept, in milliseconds.
     pub action_retention_ms: u64,
-    /// Rate limit.
+    /// The API's rate-limit token bucket (capacity, refill per second).
     pub rate_limit: RateLimitConfig,
-    /// Token policy.
+    /// Which bearer tokens `/v1` accepts (all non-empty ones by default).
     pub token_policy: TokenPolicy,
 }
 

@@ -1,25 +1,24 @@
 //! Catalogue shapes: locations, server types, load balancer types, images.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::common::{DeprecationInfo, Labels, PricePerTime, Protection};
 
 /// `location` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Location {
     /// Location id.
     pub id: u64,
     /// Name, e.g. `fsn1`.
     pub name: String,
-    /// Description.
     pub description: String,
     /// ISO 3166-1 alpha-2 country code.
     pub country: String,
-    /// City.
     pub city: String,
-    /// Latitude.
     pub latitude: f64,
-    /// Longitude.
     pub longitude: f64,
     /// Network zone, e.g. `eu-central`.
     pub network_zone: String,
@@ -52,13 +51,13 @@ pub struct ServerTypeLocation {
 }
 
 /// `server_type` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerType {
     /// Server type id.
     pub id: u64,
     /// Name, e.g. `cpx11`.
     pub name: String,
-    /// Description.
     pub description: String,
     /// Category, e.g. `cost_optimized`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,13 +88,13 @@ pub struct ServerType {
 ///
 /// The schema calls the deprecation timestamp `deprecated`; the fake also serves a
 /// `deprecation` object (`null` unless deprecated) like the server types do.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancerType {
     /// Type id.
     pub id: u64,
     /// Name, e.g. `lb11`.
     pub name: String,
-    /// Description.
     pub description: String,
     /// Maximum number of simultaneous open connections.
     pub max_connections: u64,
@@ -115,6 +114,7 @@ pub struct LoadBalancerType {
 }
 
 /// `image` schema (only system images are served, embedded in servers).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Image {
     /// Image id.
@@ -126,7 +126,6 @@ pub struct Image {
     pub status: String,
     /// Name, e.g. `ubuntu-24.04`.
     pub name: Option<String>,
-    /// Description.
     pub description: String,
     /// Size in GB (snapshots only).
     pub image_size: Option<f64>,
@@ -138,20 +137,17 @@ pub struct Image {
     pub created_from: Option<serde_json::Value>,
     /// Server the image is bound to, `null` for system images.
     pub bound_to: Option<u64>,
-    /// OS flavor.
+    /// `alma`, `centos`, `debian`, `fedora`, `opensuse`, `rocky`, `ubuntu` or `unknown`.
     pub os_flavor: String,
-    /// OS version.
+    /// Operating system version, e.g. `24.04`, or `null`.
     pub os_version: Option<String>,
     /// Whether rapid deploy is available.
     pub rapid_deploy: bool,
-    /// Protection.
     pub protection: Protection,
     /// Deprecation timestamp or `null`.
     pub deprecated: Option<String>,
     /// Deletion timestamp or `null`.
     pub deleted: Option<String>,
-    /// Labels.
     pub labels: Labels,
-    /// Architecture.
     pub architecture: Architecture,
 }

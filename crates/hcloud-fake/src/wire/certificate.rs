@@ -1,5 +1,7 @@
 //! Certificate shapes (`certificate` schema).
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::common::{ActionError, Labels, Resource};
@@ -16,11 +18,11 @@ pub struct CertificateStatus {
 }
 
 /// `certificate` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Certificate {
     /// Certificate id.
     pub id: u64,
-    /// Name.
     pub name: String,
     /// `uploaded` or `managed`.
     #[serde(rename = "type")]
@@ -41,6 +43,5 @@ pub struct Certificate {
     pub status: Option<CertificateStatus>,
     /// Resources using the certificate.
     pub used_by: Vec<Resource>,
-    /// Labels.
     pub labels: Labels,
 }

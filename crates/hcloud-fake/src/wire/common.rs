@@ -1,5 +1,7 @@
 //! Shapes shared by many resources: actions, pagination, protection, prices, errors.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +20,7 @@ pub struct Pagination {
     pub previous_page: Option<u64>,
     /// Next page, `null` on the last page.
     pub next_page: Option<u64>,
-    /// Last page.
+    /// Last page number (the API may send `null` on the last page; the fake always sends it).
     pub last_page: Option<u64>,
     /// Total number of entries matching the filters.
     pub total_entries: Option<u64>,
@@ -77,13 +79,13 @@ pub struct ActionError {
 }
 
 /// `action` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Action {
     /// Action id.
     pub id: u64,
     /// Command, e.g. `create_server`, `add_target`.
     pub command: String,
-    /// Status.
     pub status: ActionStatus,
     /// Progress in percent.
     pub progress: u8,
@@ -131,9 +133,9 @@ pub struct DeprecationInfo {
 }
 
 /// `error_response` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorResponse {
-    /// The error.
     pub error: ErrorBody,
 }
 

@@ -1,5 +1,7 @@
 //! Load balancer shapes (`load_balancer` schema and parts).
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{LoadBalancerType, Location};
@@ -23,11 +25,11 @@ pub struct LoadBalancerPublicIp {
 }
 
 /// `load_balancer_public_net` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancerPublicNet {
     /// Whether the public interface is enabled.
     pub enabled: bool,
-    /// IPv4.
     pub ipv4: LoadBalancerPublicIp,
     /// IPv6 (an address, not a network).
     pub ipv6: LoadBalancerPublicIp,
@@ -43,6 +45,7 @@ pub struct LoadBalancerPrivateNet {
 }
 
 /// `http` schema of a service.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceHttp {
     /// Sticky-session cookie name.
@@ -53,7 +56,6 @@ pub struct ServiceHttp {
     pub certificates: Vec<u64>,
     /// Redirect http to https.
     pub redirect_http: bool,
-    /// Sticky sessions.
     pub sticky_sessions: bool,
     /// Idle timeout in seconds (not in the OpenAPI description; echoed when set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +96,7 @@ pub struct HealthCheck {
 }
 
 /// `load_balancer_service` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Service {
     /// `tcp`, `http` or `https`.
@@ -102,9 +105,8 @@ pub struct Service {
     pub listen_port: u16,
     /// Port on the targets.
     pub destination_port: u16,
-    /// PROXY protocol.
+    /// Whether the PROXY protocol header is sent to the targets.
     pub proxyprotocol: bool,
-    /// Health check.
     pub health_check: HealthCheck,
     /// HTTP settings (only for `http`/`https`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,12 +137,12 @@ pub struct TargetLabelSelector {
 }
 
 /// `load_balancer_selected_target` schema: a server matched by a label selector target.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelectedTarget {
     /// Always `server`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// The server.
     pub server: ResourceId,
     /// Health per service.
     pub health_status: Vec<TargetHealthStatus>,
@@ -175,31 +177,24 @@ pub struct Target {
 }
 
 /// `load_balancer` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadBalancer {
     /// Load balancer id.
     pub id: u64,
-    /// Name.
     pub name: String,
     /// Public interface.
     pub public_net: LoadBalancerPublicNet,
     /// Private networks.
     pub private_net: Vec<LoadBalancerPrivateNet>,
-    /// Location.
     pub location: Location,
-    /// Type.
     pub load_balancer_type: LoadBalancerType,
-    /// Protection.
     pub protection: Protection,
-    /// Labels.
     pub labels: Labels,
     /// Creation time (RFC 3339).
     pub created: String,
-    /// Services.
     pub services: Vec<Service>,
-    /// Targets.
     pub targets: Vec<Target>,
-    /// Algorithm.
     pub algorithm: Algorithm,
     /// Outbound traffic this month in bytes.
     pub outgoing_traffic: Option<u64>,

@@ -1,5 +1,7 @@
 //! Network shapes (`network` schema and parts).
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::common::{Labels, Protection};
@@ -31,25 +33,21 @@ pub struct Subnet {
 }
 
 /// `network` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Network {
     /// Network id.
     pub id: u64,
-    /// Name.
     pub name: String,
     /// IP range (CIDR).
     pub ip_range: String,
-    /// Subnets.
     pub subnets: Vec<Subnet>,
-    /// Routes.
     pub routes: Vec<Route>,
     /// Attached server ids.
     pub servers: Vec<u64>,
     /// Attached load balancer ids.
     pub load_balancers: Vec<u64>,
-    /// Protection.
     pub protection: Protection,
-    /// Labels.
     pub labels: Labels,
     /// Creation time (RFC 3339).
     pub created: String,

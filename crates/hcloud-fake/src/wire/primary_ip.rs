@@ -3,6 +3,8 @@
 //! `datacenter` is absent (removed from the API on 2026-07-01; `location` is served) and
 //! `assignee_type` reads `unassigned` for a Primary IP that is not assigned (2026-08-01).
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::catalog::Location;
@@ -10,11 +12,11 @@ use super::common::{Labels, Protection};
 use super::server::DnsPtr;
 
 /// `primary_ip` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrimaryIp {
     /// Primary IP id.
     pub id: u64,
-    /// Name.
     pub name: String,
     /// The address (IPv4) or the /64 network (IPv6).
     pub ip: String,
@@ -33,10 +35,7 @@ pub struct PrimaryIp {
     pub created: String,
     /// Reverse DNS entries.
     pub dns_ptr: Vec<DnsPtr>,
-    /// Labels.
     pub labels: Labels,
-    /// Location.
     pub location: Location,
-    /// Protection.
     pub protection: Protection,
 }

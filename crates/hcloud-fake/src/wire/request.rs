@@ -4,6 +4,8 @@
 //! answered with `invalid_input` naming the field, as the API does. Fields with API defaults
 //! are optional.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::common::{Labels, ResourceId};
@@ -48,6 +50,7 @@ pub struct CreateServerPublicNet {
 }
 
 /// `create_server_request` schema (the fields the fake uses).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateServerRequest {
     /// Name (must be a valid hostname).
@@ -63,7 +66,6 @@ pub struct CreateServerRequest {
     /// when `location` is absent.
     #[serde(default)]
     pub datacenter: Option<String>,
-    /// Labels.
     #[serde(default)]
     pub labels: Option<Labels>,
     /// Network ids to attach at creation.
@@ -104,6 +106,7 @@ pub struct DetachFromNetworkRequest {
 }
 
 /// `subnet` schema (request).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubnetRequest {
     /// `cloud`, `server` or `vswitch`.
@@ -112,27 +115,23 @@ pub struct SubnetRequest {
     /// Subnet range (CIDR).
     #[serde(default)]
     pub ip_range: Option<String>,
-    /// Network zone.
     pub network_zone: String,
-    /// vSwitch id.
+    /// Robot vSwitch id; the API requires it for `vswitch` subnets and accepts it only there.
     #[serde(default)]
     pub vswitch_id: Option<u64>,
 }
 
 /// `create_network_request` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateNetworkRequest {
-    /// Name.
     pub name: String,
     /// IP range (CIDR, RFC 1918).
     pub ip_range: String,
-    /// Subnets.
     #[serde(default)]
     pub subnets: Option<Vec<SubnetRequest>>,
-    /// Routes.
     #[serde(default)]
     pub routes: Option<Vec<Route>>,
-    /// Labels.
     #[serde(default)]
     pub labels: Option<Labels>,
     /// Expose routes to a vSwitch.
@@ -228,7 +227,7 @@ pub struct ServiceRequest {
     /// PROXY protocol (default false).
     #[serde(default)]
     pub proxyprotocol: Option<bool>,
-    /// Health check.
+    /// Health check (absent: `tcp` on the destination port every 15 s, 10 s timeout, 3 retries).
     #[serde(default)]
     pub health_check: Option<HealthCheckRequest>,
     /// HTTP settings.
@@ -286,9 +285,9 @@ pub struct TargetRequest {
 }
 
 /// `create_load_balancer_request` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateLoadBalancerRequest {
-    /// Name.
     pub name: String,
     /// Type by name or id.
     pub load_balancer_type: IdOrName,
@@ -301,7 +300,6 @@ pub struct CreateLoadBalancerRequest {
     /// Algorithm (default round robin).
     #[serde(default)]
     pub algorithm: Option<AlgorithmRequest>,
-    /// Labels.
     #[serde(default)]
     pub labels: Option<Labels>,
     /// Network to attach at creation.
@@ -310,10 +308,8 @@ pub struct CreateLoadBalancerRequest {
     /// Enable the public interface (default true).
     #[serde(default)]
     pub public_interface: Option<bool>,
-    /// Services.
     #[serde(default)]
     pub services: Option<Vec<ServiceRequest>>,
-    /// Targets.
     #[serde(default)]
     pub targets: Option<Vec<TargetRequest>>,
 }
@@ -368,9 +364,9 @@ pub struct ChangeProtectionRequest {
 }
 
 /// `create_primary_ip_request` schema (`assignee_type` optional since 2026-04-27).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreatePrimaryIpRequest {
-    /// Name.
     pub name: String,
     /// `ipv4` or `ipv6`.
     #[serde(rename = "type")]
@@ -387,15 +383,14 @@ pub struct CreatePrimaryIpRequest {
     /// Deleted with its server (default false).
     #[serde(default)]
     pub auto_delete: Option<bool>,
-    /// Labels.
     #[serde(default)]
     pub labels: Option<Labels>,
 }
 
 /// `create_certificate_request` schema.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateCertificateRequest {
-    /// Name.
     pub name: String,
     /// `uploaded` (default) or `managed`.
     #[serde(rename = "type", default)]
@@ -409,7 +404,6 @@ pub struct CreateCertificateRequest {
     /// Domain names (managed).
     #[serde(default)]
     pub domain_names: Option<Vec<String>>,
-    /// Labels.
     #[serde(default)]
     pub labels: Option<Labels>,
 }

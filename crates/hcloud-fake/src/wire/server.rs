@@ -3,6 +3,8 @@
 //! `datacenter` is intentionally absent: the API removed it from servers in 2026.
 //! The server's `location` is served instead.
 
+// `#[allow(missing_docs)]` below: a field without a doc comment is the Hetzner Cloud API's JSON field of the same name.
+
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{Image, Location, ServerType};
@@ -137,13 +139,12 @@ pub struct ServerProtection {
 }
 
 /// `server` schema (without the removed `datacenter`).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Server {
     /// Server id.
     pub id: u64,
-    /// Name.
     pub name: String,
-    /// Status.
     pub status: ServerStatus,
     /// Creation time (RFC 3339).
     pub created: String,
@@ -151,9 +152,7 @@ pub struct Server {
     pub public_net: ServerPublicNet,
     /// Private networks.
     pub private_net: Vec<ServerPrivateNet>,
-    /// Server type.
     pub server_type: ServerType,
-    /// Location.
     pub location: Location,
     /// Image, `null` if unknown.
     pub image: Option<Image>,
@@ -171,9 +170,7 @@ pub struct Server {
     pub ingoing_traffic: Option<u64>,
     /// Included traffic in bytes.
     pub included_traffic: Option<u64>,
-    /// Protection.
     pub protection: ServerProtection,
-    /// Labels.
     pub labels: Labels,
     /// Attached volume ids.
     pub volumes: Vec<u64>,

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Service;
 use tracing::{debug, info};
 
 use super::{HcloudLoadBalancers, lookup_error};
-use crate::instances::api_error;
+use crate::api_error::api_error;
 
 impl HcloudLoadBalancers {
     /// Deletes the Load Balancer of the Service `uid` (unless it is delete-protected). Once it

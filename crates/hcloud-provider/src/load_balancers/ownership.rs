@@ -30,7 +30,8 @@ const RECORD_VALUE: &str = "true";
 pub struct Record {
     /// Listen ports of the LB services.
     pub ports: BTreeSet<u16>,
-    /// Targets.
+    /// Targets hcloud-ccm added (`hcloud-ccm.managed/server-<id>` and `.../ip-<address>`
+    /// labels); only these may be removed with `keep-foreign`.
     pub targets: BTreeSet<TargetRef>,
 }
 

@@ -59,7 +59,7 @@ pub enum LbOp {
     RemoveTarget(TargetSpec),
     /// `add_target`, for the named Node.
     AddTarget {
-        /// The target.
+        /// The target as `add_target` takes it (a server, with `use_private_ip`, or a Robot IP).
         target: TargetSpec,
         /// The Node's name.
         node: String,
@@ -120,7 +120,8 @@ pub struct Desired<'a> {
     pub spec: &'a LbSpec,
     /// Its services (certificates resolved).
     pub services: &'a [DesiredService],
-    /// Its targets.
+    /// The servers (and Robot IPs) that should be targets, one per server or IP, from the Nodes
+    /// the `node-selector` selects.
     pub targets: &'a [ServerTarget],
     /// The configured type, if `spec.lb_type` is set (needed to change it).
     pub lb_type: Option<&'a LoadBalancerType>,
@@ -137,7 +138,7 @@ pub struct Desired<'a> {
 pub struct OwnedElsewhere {
     /// The Load Balancer's name.
     pub name: String,
-    /// Its id.
+    /// The Load Balancer's id.
     pub id: LoadBalancerId,
     /// The value of its identity label.
     pub owner: String,

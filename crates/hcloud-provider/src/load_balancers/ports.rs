@@ -20,7 +20,8 @@ use super::spec::{CertRef, CertificateSpec, HealthSpec, HttpSpec, PortSpec, cert
 /// Service-wide annotations and variables, exactly as a port without any).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortSettings {
-    /// Protocol.
+    /// `tcp`, `http` or `https`: `port.<port>.protocol`, else the Service-wide `protocol`
+    /// annotation, else `tcp`.
     pub protocol: LbProtocol,
     /// PROXY protocol, if configured.
     pub proxyprotocol: Option<bool>,

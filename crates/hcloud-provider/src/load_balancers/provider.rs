@@ -6,6 +6,7 @@ use std::time::Duration;
 use sync_lock::Unpoison as _;
 
 use cloud_provider::events::{EventObject, EventSink, LogEvents, ProviderEvent};
+use cloud_provider::helpers::service::service_name;
 use cloud_provider::{CloudError, LoadBalancer as LoadBalancerCapability, LoadBalancerStatus};
 use hcloud_api::models::{Action, LoadBalancer, LoadBalancerId, NetworkId};
 use hcloud_api::{Client, Error, ErrorCode};
@@ -18,16 +19,16 @@ use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
 use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
 use super::services::desired_services_by_port;
-use super::spec::{InvalidService, LbSpec, StatusSpec, leaving, service_key};
+use super::spec::{InvalidService, LbSpec, StatusSpec, leaving};
 use super::status::status;
 use super::target_health::HealthWarnings;
 use super::targets::{RobotTargets, ServerTarget, desired_targets, node_selector_keys};
 use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
-use crate::instances::api_error;
+use crate::api_error::api_error;
+use crate::api_error::robot_error;
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::ProviderId;
 use crate::robot::RobotInventory;
-use crate::robot::instances::robot_error;
 
 /// The reason of errors caused by the Service's own configuration.
 const INVALID: &str = "InvalidLoadBalancerConfiguration";
@@ -498,7 +499,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     async fn get_load_balancer(&self, _cluster: &str, svc: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
         self.metrics.operation("hcloud/loadBalancers.GetLoadBalancer");
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
-        let service = service_key(svc);
+        let service = service_name(svc);
         let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
         if lb.is_none() && leaving(svc) {
             // The controller deletes nothing when nothing is found: forgotten here (the API was
@@ -541,7 +542,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, svc: &Service) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancerDeleted");
         let uid = svc.metadata.uid.clone().unwrap_or_default();
-        let service = service_key(svc);
+        let service = service_name(svc);
         self.health.unwatch(&uid);
         self.delete(svc, &uid, &service).await
     }

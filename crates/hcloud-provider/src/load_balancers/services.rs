@@ -31,7 +31,8 @@ fn default_status_codes() -> Vec<String> {
 /// The desired HTTP options of an http/https port.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DesiredHttp {
-    /// Cookie name.
+    /// Name of the sticky-session cookie (`http-cookie-name`); None keeps the API's value
+    /// (`HCLBSTICKY` on create).
     pub cookie_name: Option<String>,
     /// Cookie lifetime, seconds.
     pub cookie_lifetime: Option<u32>,
@@ -39,7 +40,8 @@ pub struct DesiredHttp {
     pub certificates: Vec<CertificateId>,
     /// Redirect HTTP to HTTPS.
     pub redirect_http: Option<bool>,
-    /// Sticky sessions.
+    /// Whether a client sticks to one target via the cookie (`http-sticky-sessions`); None keeps
+    /// the API's value (off on create).
     pub sticky_sessions: Option<bool>,
     /// Idle timeout, seconds.
     pub timeout_idle: Option<u32>,
@@ -50,11 +52,14 @@ pub struct DesiredHttp {
 pub struct DesiredHealthHttp {
     /// Host header.
     pub domain: Option<String>,
-    /// Path.
+    /// Request path of the check (`health-check-http-path`); None keeps the API's value (`/` on
+    /// create).
     pub path: Option<String>,
-    /// Status codes.
+    /// Status codes that count as healthy, `?` a wildcard digit (`http-status-codes`); None
+    /// keeps the API's value (`2??`, `3??` on create).
     pub status_codes: Option<Vec<String>>,
-    /// TLS.
+    /// Whether the check speaks HTTPS (an `https` health check, or
+    /// `health-check-http-validate-certificate`).
     pub tls: bool,
 }
 
@@ -63,13 +68,15 @@ pub struct DesiredHealthHttp {
 pub struct DesiredHealth {
     /// `tcp` or `http`.
     pub protocol: LbProtocol,
-    /// Port.
+    /// Port on the target the check connects to (`health-check-port`, else the NodePort).
     pub port: u16,
     /// Interval, seconds.
     pub interval: Option<u32>,
     /// Timeout, seconds.
     pub timeout: Option<u32>,
-    /// Retries.
+    /// Failed checks in a row before a target counts as unhealthy, and successful ones before
+    /// it is healthy again (`health-check-retries`, else
+    /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES`); None keeps the API's value (3 on create).
     pub retries: Option<u32>,
     /// HTTP options, for `http`.
     pub http: Option<DesiredHealthHttp>,
@@ -82,7 +89,7 @@ pub struct DesiredService {
     pub listen_port: u16,
     /// Destination port (the NodePort).
     pub destination_port: u16,
-    /// Protocol.
+    /// `tcp`, `http` or `https` (`protocol` annotation, per port or Service-wide; default `tcp`).
     pub protocol: LbProtocol,
     /// PROXY protocol, if configured.
     pub proxyprotocol: Option<bool>,

@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 
 use cloud_provider::IpMode;
 use cloud_provider::helpers::label_selector::LabelSelector;
+use cloud_provider::helpers::service::service_name;
 use hcloud_api::models::{Algorithm, CertificateId, LbProtocol, NetworkId};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
@@ -219,15 +220,6 @@ impl fmt::Display for InvalidService {
 
 impl std::error::Error for InvalidService {}
 
-/// `namespace/name` of a Service.
-pub fn service_key(svc: &Service) -> String {
-    format!(
-        "{}/{}",
-        svc.metadata.namespace.as_deref().unwrap_or("default"),
-        svc.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 /// Whether the Service is giving up its Load Balancer: being deleted, or no longer of type
 /// LoadBalancer (upstream's `needsCleanup`).
 pub fn leaving(svc: &Service) -> bool {
@@ -254,7 +246,7 @@ impl LbSpec {
         network: Option<NetworkId>,
     ) -> Result<LbSpec, InvalidService> {
         let mut r = Reader::new(svc.metadata.annotations.as_ref());
-        let service = service_key(svc);
+        let service = service_name(svc);
         let uid = svc.metadata.uid.clone().unwrap_or_default();
 
         let (name, name_annotated) = match r.string(a::NAME) {

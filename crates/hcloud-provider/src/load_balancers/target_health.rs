@@ -33,7 +33,7 @@ pub const UNHEALTHY_TARGET: &str = "UnhealthyLoadBalancerTarget";
 /// One target port unhealthy for at least the configured time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unhealthy {
-    /// The target.
+    /// The unhealthy target: a cloud server, or a Robot server's IP.
     pub target: TargetRef,
     /// The Load Balancer service's listen port.
     pub listen_port: u16,

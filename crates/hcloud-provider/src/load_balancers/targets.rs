@@ -48,7 +48,7 @@ pub struct RobotTargets<'a> {
 /// A server (or Robot IP) that should be a target, with its Node (for events and logs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerTarget {
-    /// The target.
+    /// The cloud server (from the Node's providerID) or Robot IP the Node is reached at.
     pub target: TargetRef,
     /// The Node's name.
     pub node: String,

@@ -6,36 +6,16 @@ use std::sync::Arc;
 
 use cloud_provider::events::{EventObject, ProviderEvent};
 use cloud_provider::{CloudError, InstanceMetadata, NodeAddress};
-use hcloud_api::robot::{RobotError, RobotErrorCode, RobotServer};
+use hcloud_api::robot::{RobotErrorCode, RobotServer};
 use k8s_openapi::api::core::v1::Node;
 use tracing::warn;
 
 use super::RobotInventory;
 use super::metadata;
+use crate::api_error::robot_error;
 use crate::instances::{HcloudInstances, LABEL_PROVIDED_BY};
 use crate::inventory::Lookup;
 use crate::provider_id::ProviderId;
-
-/// Maps a Robot error to a provider error; rate limits, open circuits, 5xx and transport
-/// failures are transient (nothing is deleted because of them).
-pub(crate) fn robot_error(what: &str, e: RobotError) -> CloudError {
-    let reason = if e.is_rate_limit() {
-        "RobotRateLimitExceeded"
-    } else if e.code() == Some(&RobotErrorCode::Unauthorized) {
-        "RobotUnauthorized"
-    } else if e.is_transient() {
-        "RobotAPIUnavailable"
-    } else {
-        "RobotAPIError"
-    };
-    let hint = if reason == "RobotUnauthorized" { "; check ROBOT_USER and ROBOT_PASSWORD" } else { "" };
-    CloudError::Failed {
-        reason: reason.into(),
-        message: format!("{what}: {e}{hint}"),
-        transient: e.is_transient(),
-        source: Some(Box::new(e)),
-    }
-}
 
 fn node_name(node: &Node) -> &str {
     node.metadata.name.as_deref().unwrap_or_default()

@@ -37,7 +37,7 @@ use ipnet::IpNet;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use crate::instances::api_error;
+use crate::api_error::api_error;
 use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::{ProviderId, ProviderIdError};
