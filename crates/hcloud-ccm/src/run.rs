@@ -28,7 +28,9 @@ const LOG_CRATES: &[&str] = &[
 /// Validates flags and environment together, then runs until a signal.
 pub fn main(cli: Cli) -> ExitCode {
     let options = cli.manager.validate(PROVIDER_NAME);
-    let config = Config::from_env(|k| std::env::var(k).ok());
+    // The routes' cluster CIDRs come from --cluster-cidr, as in the official CCM.
+    let cluster_cidrs = options.as_ref().ok().and_then(|o| o.routes.as_ref()).map(|r| r.cluster_cidrs.clone());
+    let config = Config::from_env(|k| std::env::var(k).ok(), cluster_cidrs.unwrap_or_default());
     let metrics = match &config {
         Ok(c) => c
             .metrics_address
@@ -37,7 +39,7 @@ pub fn main(cli: Cli) -> ExitCode {
             .transpose(),
         Err(_) => Ok(None),
     };
-    let (options, mut config, metrics) = match (options, config, metrics) {
+    let (options, config, metrics) = match (options, config, metrics) {
         (Ok(o), Ok(c), Ok(m)) => (o, c, m),
         (o, c, m) => {
             let mut errors = o.err().unwrap_or_default();
@@ -47,8 +49,6 @@ pub fn main(cli: Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // The routes' cluster CIDRs come from --cluster-cidr, as in the official CCM.
-    config.cluster_cidrs = options.routes.as_ref().map(|r| r.cluster_cidrs.clone()).unwrap_or_default();
     let wire_log: &[&str] = if config.debug { &["hcloud_api::wire=debug"] } else { &[] };
     logging::init(options.logging, LOG_CRATES, wire_log);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -10,12 +10,12 @@ use hcloud_api::{Client, ErrorCode, RequestGate};
 use secrecy::ExposeSecret;
 use tracing::{info, warn};
 
-use crate::config::{CacheMode, Config};
+use crate::config::{CacheMode, Config, RobotConfig};
 use crate::instances::{HcloudInstances, RobotSupport};
 use crate::inventory::Inventory;
 use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
-use crate::robot::RobotInventory;
+use crate::robot::{RobotInventory, RobotMode};
 use crate::routes::{HcloudRoutes, RoutesConfig};
 use hcloud_api::robot::RobotClient;
 
@@ -34,9 +34,9 @@ pub enum StartupError {
     /// The API could not be reached to check the token.
     #[error("cannot reach the Hetzner Cloud API at {endpoint} to check the token: {source}")]
     Unreachable {
-        /// The endpoint.
+        /// The API base URL tried.
         endpoint: String,
-        /// Why.
+        /// The request's error.
         #[source]
         source: hcloud_api::Error,
     },
@@ -49,9 +49,9 @@ pub enum StartupError {
     /// Resolving `HCLOUD_NETWORK` failed.
     #[error("HCLOUD_NETWORK: cannot look up network {name:?}: {source}")]
     NetworkLookup {
-        /// The configured value.
+        /// The `HCLOUD_NETWORK` value.
         name: String,
-        /// Why.
+        /// The API's error.
         #[source]
         source: hcloud_api::Error,
     },
@@ -120,7 +120,7 @@ impl HcloudCloud {
 
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
-        let mut robot_inventory = None;
+        let robot = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics)?;
         let mut instances = HcloudInstances::new(
             inventory.clone(),
             network.as_ref().map(|n| n.id),
@@ -130,47 +130,18 @@ impl HcloudCloud {
             config.lifecycle_max_age,
         )
         .with_metrics(metrics.clone());
-        if let Some(robot) = &config.robot {
-            let inventory = match &robot.credentials {
-                Some((user, password)) => {
-                    let mut client = RobotClient::new(
-                        &robot.endpoint,
-                        user,
-                        secrecy::SecretString::from(password.expose_secret().to_owned()),
-                    )
-                    .map_err(StartupError::RobotClient)?
-                    .with_timeout(Duration::from_secs(15));
-                    if let Some(gate) = hooks.gate.clone() {
-                        client = client.with_gate(gate);
-                    }
-                    client = client.with_observer(metrics.robot_observer());
-                    info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
-                        rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
-                    Some(Arc::new(RobotInventory::new(client, robot.cache_timeout, robot.rate_limit_wait)))
-                }
-                None => {
-                    info!("ROBOT_ENABLED without ROBOT_USER/ROBOT_PASSWORD: Load Balancer-only Robot mode");
-                    None
-                }
-            };
-            robot_inventory = Some(inventory.clone());
-            instances =
-                instances.with_robot(RobotSupport { inventory, forward_internal_ips: robot.forward_internal_ips });
+        if let Some(settings) = &config.robot {
+            instances = instances.with_robot(RobotSupport {
+                inventory: robot.inventory().cloned(),
+                forward_internal_ips: settings.forward_internal_ips,
+            });
         }
         let instances = Arc::new(instances);
-        let routes = match &network {
-            Some(n) if config.routes_enabled => {
-                info!(network = %n.name, cluster_cidrs = ?config.cluster_cidrs, "routes enabled in the private network");
-                let settings = RoutesConfig {
-                    network: n.id,
-                    network_name: n.name.clone(),
-                    cluster_cidrs: config.cluster_cidrs.clone(),
-                    confirm_max_age: config.cache_max_age,
-                };
-                Some(Arc::new(HcloudRoutes::new(client.clone(), inventory.clone(), settings, metrics.clone())))
-            }
-            _ => None,
-        };
+        let routes = routes_config(config, network.as_ref()).map(|settings| {
+            info!(network = %settings.network_name, cluster_cidrs = ?settings.cluster_cidrs,
+                "routes enabled in the private network");
+            Arc::new(HcloudRoutes::new(client.clone(), inventory.clone(), settings, metrics.clone()))
+        });
         let load_balancers = config.load_balancers_enabled.then(|| {
             let lbs = HcloudLoadBalancers::new(
                 client.clone(),
@@ -179,10 +150,7 @@ impl HcloudCloud {
                 config.load_balancers_max_age,
             )
             .with_metrics(metrics);
-            Arc::new(match robot_inventory {
-                Some(inventory) => lbs.with_robot(inventory),
-                None => lbs,
-            })
+            Arc::new(lbs.with_robot(robot))
         });
         if load_balancers.is_none() {
             info!("HCLOUD_LOAD_BALANCERS_ENABLED=false: Services of type LoadBalancer are not served");
@@ -204,6 +172,45 @@ impl HcloudCloud {
     pub fn inventory(&self) -> &Arc<Inventory> {
         &self.inventory
     }
+}
+
+/// The Robot support `robot` (the `ROBOT_*` settings, `None` unless `ROBOT_ENABLED`) asks
+/// for; with credentials, a Robot client behind `gate`, counted in `metrics`.
+fn robot_mode(
+    robot: Option<&RobotConfig>,
+    gate: Option<RequestGate>,
+    metrics: &HcloudMetrics,
+) -> Result<RobotMode, StartupError> {
+    let Some(robot) = robot else {
+        return Ok(RobotMode::Off);
+    };
+    let Some((user, password)) = &robot.credentials else {
+        info!("ROBOT_ENABLED without ROBOT_USER/ROBOT_PASSWORD: Load Balancer-only Robot mode");
+        return Ok(RobotMode::LoadBalancerOnly);
+    };
+    let mut client =
+        RobotClient::new(&robot.endpoint, user, secrecy::SecretString::from(password.expose_secret().to_owned()))
+            .map_err(StartupError::RobotClient)?
+            .with_timeout(Duration::from_secs(15));
+    if let Some(gate) = gate {
+        client = client.with_gate(gate);
+    }
+    client = client.with_observer(metrics.robot_observer());
+    info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
+        rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
+    Ok(RobotMode::Full(Arc::new(RobotInventory::new(client, robot.cache_timeout, robot.rate_limit_wait))))
+}
+
+/// The routes' settings when routes are enabled and the network resolved: routes only
+/// inside the cluster CIDRs the configuration was read with.
+fn routes_config(config: &Config, network: Option<&Network>) -> Option<RoutesConfig> {
+    let network = network.filter(|_| config.routes_enabled)?;
+    Some(RoutesConfig {
+        network: network.id,
+        network_name: network.name.clone(),
+        cluster_cidrs: config.cluster_cidrs.clone(),
+        confirm_max_age: config.cache_max_age,
+    })
 }
 
 async fn resolve_network(client: &Client, name: &str) -> Result<Network, StartupError> {
@@ -266,5 +273,68 @@ impl Cloud for HcloudCloud {
         if let Some(lb) = &self.load_balancers {
             lb.set_events(events);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)], cluster_cidrs: Vec<ipnet::IpNet>) -> Config {
+        let token = "x".repeat(64);
+        let mut m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        m.insert("HCLOUD_TOKEN".into(), token);
+        Config::from_env(move |k| m.get(k).cloned(), cluster_cidrs).expect("valid")
+    }
+
+    #[test]
+    fn the_robot_mode_follows_robot_enabled_and_the_credentials() {
+        let credentials = [("ROBOT_USER", "u"), ("ROBOT_PASSWORD", "p")];
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[], "off"),
+            (&credentials, "off"),
+            (&[("ROBOT_ENABLED", "false"), ("ROBOT_USER", "u"), ("ROBOT_PASSWORD", "p")], "off"),
+            (&[("ROBOT_ENABLED", "true")], "load-balancer-only"),
+            (&[("ROBOT_ENABLED", "1"), ("ROBOT_USER", ""), ("ROBOT_PASSWORD", "")], "load-balancer-only"),
+            (&[("ROBOT_ENABLED", "true"), ("ROBOT_USER", "u"), ("ROBOT_PASSWORD", "p")], "full"),
+            (
+                &[
+                    ("ROBOT_ENABLED", "t"),
+                    ("ROBOT_USER", "u"),
+                    ("ROBOT_PASSWORD", "p"),
+                    ("ROBOT_ENDPOINT", "http://127.0.0.1:1"),
+                ],
+                "full",
+            ),
+        ];
+        for (env, expected) in cases {
+            let c = config(env, Vec::new());
+            let mode = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default()).expect("client builds");
+            let got = match mode {
+                RobotMode::Off => "off",
+                RobotMode::LoadBalancerOnly => "load-balancer-only",
+                RobotMode::Full(_) => "full",
+            };
+            assert_eq!(got, *expected, "{env:?}");
+            assert_eq!(mode.is_enabled(), *expected != "off", "{env:?}");
+            assert_eq!(mode.inventory().is_some(), *expected == "full", "{env:?}");
+        }
+    }
+
+    #[test]
+    fn the_cluster_cidrs_of_the_config_reach_the_routes() {
+        let network: Network =
+            serde_json::from_value(serde_json::json!({"id": 7, "name": "k8s", "ip_range": "10.0.0.0/8"})).expect("net");
+        let cidrs: Vec<ipnet::IpNet> = vec!["10.244.0.0/16".parse().expect("cidr")];
+        let c = config(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_SERVER_CACHE_MAX_AGE", "3s")], cidrs.clone());
+        let routes = routes_config(&c, Some(&network)).expect("routes on");
+        assert_eq!(routes.cluster_cidrs, cidrs);
+        assert_eq!((routes.network, routes.network_name.as_str()), (NetworkId(7), "k8s"));
+        assert_eq!(routes.confirm_max_age, Duration::from_secs(3));
+        assert!(routes_config(&c, None).is_none(), "no network resolved");
+        let off = config(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_NETWORK_ROUTES_ENABLED", "false")], cidrs);
+        assert!(routes_config(&off, Some(&network)).is_none(), "routes turned off");
     }
 }

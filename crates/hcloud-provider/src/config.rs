@@ -4,8 +4,11 @@
 use std::fmt;
 use std::time::Duration;
 
+use ipnet::IpNet;
 use secrecy::SecretString;
 
+pub use crate::env::ConfigErrors;
+use crate::env::EnvReader;
 use crate::load_balancers::LbDefaults;
 use crate::load_balancers::defaults as lb_env;
 pub use crate::robot::config::RobotConfig;
@@ -34,19 +37,19 @@ pub enum CacheMode {
 
 /// The provider's configuration.
 pub struct Config {
-    /// `HCLOUD_TOKEN` / `HCLOUD_TOKEN_FILE`.
+    /// The Hetzner Cloud API token (`HCLOUD_TOKEN`, or the file `HCLOUD_TOKEN_FILE` names).
     pub token: SecretString,
-    /// `HCLOUD_ENDPOINT`.
+    /// The API base URL (`HCLOUD_ENDPOINT`); `None`: the public API.
     pub endpoint: Option<String>,
     /// `HCLOUD_DEBUG`: log every API request and response (token redacted).
     pub debug: bool,
     /// `HCLOUD_NETWORK`: private network id or name.
     pub network: Option<String>,
-    /// `HCLOUD_INSTANCES_ADDRESS_FAMILY`.
+    /// Which public IPs become the Nodes' ExternalIPs (`HCLOUD_INSTANCES_ADDRESS_FAMILY`).
     pub address_family: AddressFamily,
-    /// `HCLOUD_INSTANCES_ZONE_LABEL_ENABLED`.
+    /// Whether Nodes get the zone label (`HCLOUD_INSTANCES_ZONE_LABEL_ENABLED`).
     pub zone_label_enabled: bool,
-    /// `HCLOUD_SERVER_CACHE_MODE`.
+    /// How the shared server inventory caches (`HCLOUD_SERVER_CACHE_MODE`).
     pub cache_mode: CacheMode,
     /// `HCLOUD_SERVER_CACHE_MAX_AGE`: how old server data may be for node initialization and
     /// address refreshes.
@@ -61,8 +64,8 @@ pub struct Config {
     /// `HCLOUD_NETWORK_ROUTES_ENABLED` (default true) with `HCLOUD_NETWORK` set: the provider
     /// offers routes in the network.
     pub routes_enabled: bool,
-    /// The cluster's pod network (`--cluster-cidr`; the program sets it from its flags):
-    /// routes are created and deleted only inside it.
+    /// The cluster's pod network (the program's `--cluster-cidr`, an input of
+    /// [`Config::from_env`]): routes are created and deleted only inside it.
     pub cluster_cidrs: Vec<ipnet::IpNet>,
     /// `HCLOUD_LOAD_BALANCERS_ENABLED` (default true): offer Load Balancers.
     pub load_balancers_enabled: bool,
@@ -71,7 +74,7 @@ pub struct Config {
     /// `HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE` (hcloud-ccm only, default 5m): how old the shared
     /// Load Balancer list may get before it is read again.
     pub load_balancers_max_age: Duration,
-    /// `ROBOT_*`: dedicated servers; `None` unless `ROBOT_ENABLED=true`.
+    /// Robot (dedicated server) settings (`ROBOT_*`); `None` unless `ROBOT_ENABLED` is true.
     pub robot: Option<RobotConfig>,
     /// Non-fatal findings worth a log line (e.g. an unusual token length).
     pub warnings: Vec<String>,
@@ -97,11 +100,6 @@ impl fmt::Debug for Config {
             .finish_non_exhaustive()
     }
 }
-
-/// All configuration problems found, one per line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
-pub struct ConfigErrors(pub Vec<String>);
 
 /// Every environment variable this provider reads besides the `HCLOUD_LOAD_BALANCERS_*` ones
 /// (see [`crate::load_balancers::defaults::ENV_HELP`]), with its meaning (for `--help`).
@@ -157,123 +155,93 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[(
 )];
 
 impl Config {
-    /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigErrors> {
-        let mut errors = Vec::new();
-        let mut warnings = Vec::new();
-        let var = |k: &str| get(k).filter(|v| !v.is_empty());
+    /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`); routes are
+    /// kept inside `cluster_cidrs` (the program's `--cluster-cidr`). Every problem found is in
+    /// the error.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>, cluster_cidrs: Vec<IpNet>) -> Result<Config, ConfigErrors> {
+        let mut r = EnvReader::new(&get);
 
-        let token = match (var("HCLOUD_TOKEN"), var("HCLOUD_TOKEN_FILE")) {
-            (Some(t), _) => Some(t.trim().to_owned()),
-            (None, Some(path)) => match std::fs::read_to_string(&path) {
-                Ok(t) => Some(t.trim().to_owned()),
-                Err(e) => {
-                    errors.push(format!("HCLOUD_TOKEN_FILE: cannot read {path:?}: {e}"));
-                    None
-                }
-            },
-            (None, None) => {
-                errors.push("HCLOUD_TOKEN: required (or HCLOUD_TOKEN_FILE): a Hetzner Cloud API token".to_owned());
-                None
+        let token = r.var_or_file("HCLOUD_TOKEN");
+        match &token {
+            None if !r.is_set("HCLOUD_TOKEN_FILE") => {
+                r.problem("HCLOUD_TOKEN: required (or HCLOUD_TOKEN_FILE): a Hetzner Cloud API token")
             }
-        };
-        if let Some(t) = &token {
-            if t.is_empty() {
-                errors.push("HCLOUD_TOKEN: is empty".to_owned());
-            } else if t.chars().any(char::is_whitespace) {
-                errors.push("HCLOUD_TOKEN: contains whitespace; expected a single API token".to_owned());
-            } else if t.len() != 64 {
-                warnings.push(format!("HCLOUD_TOKEN: has {} characters; Hetzner Cloud tokens have 64", t.len()));
+            None => {} // the unreadable file is the problem
+            Some(t) if t.is_empty() => r.problem("HCLOUD_TOKEN: is empty"),
+            Some(t) if t.chars().any(char::is_whitespace) => {
+                r.problem("HCLOUD_TOKEN: contains whitespace; expected a single API token")
             }
+            Some(t) if t.len() != 64 => {
+                r.warn(format!("HCLOUD_TOKEN: has {} characters; Hetzner Cloud tokens have 64", t.len()))
+            }
+            Some(_) => {}
         }
 
-        let endpoint = var("HCLOUD_ENDPOINT");
-        if let Some(e) = &endpoint
-            && !(e.starts_with("http://") || e.starts_with("https://"))
-        {
-            errors.push(format!("HCLOUD_ENDPOINT: {e:?} is not an http:// or https:// URL"));
+        let endpoint = r.var("HCLOUD_ENDPOINT");
+        if let Some(e) = &endpoint {
+            r.check_url("HCLOUD_ENDPOINT", e);
         }
+        let debug = r.bool("HCLOUD_DEBUG").unwrap_or(false);
+        let zone_label_enabled = r.bool("HCLOUD_INSTANCES_ZONE_LABEL_ENABLED").unwrap_or(true);
+        let address_family = r
+            .choice(
+                "HCLOUD_INSTANCES_ADDRESS_FAMILY",
+                &[
+                    ("ipv4", AddressFamily::Ipv4),
+                    ("ipv6", AddressFamily::Ipv6),
+                    ("dualstack", AddressFamily::DualStack),
+                ],
+            )
+            .unwrap_or(AddressFamily::Ipv4);
+        let cache_mode = r
+            .choice(
+                "HCLOUD_SERVER_CACHE_MODE",
+                &[("all", CacheMode::All), ("one", CacheMode::One), ("off", CacheMode::Off)],
+            )
+            .unwrap_or(CacheMode::All);
 
-        let boolean = |errors: &mut Vec<String>, k: &str, default: bool| match var(k) {
-            None => default,
-            Some(v) => parse_go_bool(&v).unwrap_or_else(|| {
-                errors.push(format!("{k}: {v:?} is not a boolean; accepted: true, false, 1, 0, t, f"));
-                default
-            }),
-        };
-        let debug = boolean(&mut errors, "HCLOUD_DEBUG", false);
-        let zone_label_enabled = boolean(&mut errors, "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED", true);
+        let cache_max_age = if r.is_set("HCLOUD_SERVER_CACHE_MAX_AGE") {
+            r.duration("HCLOUD_SERVER_CACHE_MAX_AGE")
+        } else if r.is_set("HCLOUD_SERVER_CACHE_TTL") {
+            r.warn("HCLOUD_SERVER_CACHE_TTL is deprecated; use HCLOUD_SERVER_CACHE_MAX_AGE");
+            r.duration("HCLOUD_SERVER_CACHE_TTL")
+        } else {
+            None
+        }
+        .unwrap_or(Duration::from_secs(10));
+        let lifecycle_max_age = r.duration("HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE").unwrap_or(Duration::from_secs(60));
 
-        let address_family = match var("HCLOUD_INSTANCES_ADDRESS_FAMILY").as_deref() {
-            None | Some("ipv4") => AddressFamily::Ipv4,
-            Some("ipv6") => AddressFamily::Ipv6,
-            Some("dualstack") => AddressFamily::DualStack,
-            Some(other) => {
-                errors.push(format!(
-                    "HCLOUD_INSTANCES_ADDRESS_FAMILY: {other:?} is invalid; accepted: ipv4, ipv6, dualstack"
-                ));
-                AddressFamily::Ipv4
-            }
-        };
+        let metrics_address = r
+            .bool("HCLOUD_METRICS_ENABLED")
+            .unwrap_or(true)
+            .then(|| r.var("HCLOUD_METRICS_ADDRESS").unwrap_or_else(|| ":8233".to_owned()));
 
-        let cache_mode = match var("HCLOUD_SERVER_CACHE_MODE").as_deref() {
-            None | Some("all") => CacheMode::All,
-            Some("one") => CacheMode::One,
-            Some("off") => CacheMode::Off,
-            Some(other) => {
-                errors.push(format!("HCLOUD_SERVER_CACHE_MODE: {other:?} is invalid; accepted: all, one, off"));
-                CacheMode::All
-            }
-        };
-
-        let duration = |errors: &mut Vec<String>, k: &str, default: Duration| match var(k) {
-            None => default,
-            Some(v) => parse_go_duration(&v).unwrap_or_else(|| {
-                errors.push(format!("{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms"));
-                default
-            }),
-        };
-        let cache_max_age = match var("HCLOUD_SERVER_CACHE_MAX_AGE") {
-            Some(_) => duration(&mut errors, "HCLOUD_SERVER_CACHE_MAX_AGE", Duration::from_secs(10)),
-            None if var("HCLOUD_SERVER_CACHE_TTL").is_some() => {
-                warnings.push("HCLOUD_SERVER_CACHE_TTL is deprecated; use HCLOUD_SERVER_CACHE_MAX_AGE".to_owned());
-                duration(&mut errors, "HCLOUD_SERVER_CACHE_TTL", Duration::from_secs(10))
-            }
-            None => Duration::from_secs(10),
-        };
-        let lifecycle_max_age = duration(&mut errors, "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", Duration::from_secs(60));
-
-        let metrics_address = boolean(&mut errors, "HCLOUD_METRICS_ENABLED", true)
-            .then(|| var("HCLOUD_METRICS_ADDRESS").unwrap_or_else(|| ":8233".to_owned()));
-
-        let network = var("HCLOUD_NETWORK");
-        let routes_flag = boolean(&mut errors, "HCLOUD_NETWORK_ROUTES_ENABLED", true);
-        if network.is_none() && var("HCLOUD_NETWORK_ROUTES_ENABLED").is_some() && routes_flag {
-            warnings.push(
-                "HCLOUD_NETWORK_ROUTES_ENABLED has no effect without HCLOUD_NETWORK: routes live in a private network"
-                    .to_owned(),
+        let network = r.var("HCLOUD_NETWORK");
+        let routes_flag = r.bool("HCLOUD_NETWORK_ROUTES_ENABLED").unwrap_or(true);
+        if network.is_none() && r.is_set("HCLOUD_NETWORK_ROUTES_ENABLED") && routes_flag {
+            r.warn(
+                "HCLOUD_NETWORK_ROUTES_ENABLED has no effect without HCLOUD_NETWORK: routes live in a private network",
             );
         }
-        let (load_balancers_enabled, load_balancers, load_balancers_max_age) = lb_env::from_env(&var, &mut errors);
+        let routes_enabled = network.is_some() && routes_flag;
+        let (load_balancers_enabled, load_balancers, load_balancers_max_age) = lb_env::from_env(&mut r);
 
         for (k, missing) in NOT_ACTED_ON {
-            if var(k).is_some() {
-                warnings.push(format!("{k} is set but has no effect: {missing}"));
+            if r.is_set(k) {
+                r.warn(format!("{k} is set but has no effect: {missing}"));
             }
         }
 
-        let robot = crate::robot::config::from_env(&var, network.is_some() && routes_flag, &mut errors, &mut warnings);
+        let robot = crate::robot::config::from_env(&mut r, routes_enabled);
 
-        if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
-        }
+        let warnings = r.finish()?;
         Ok(Config {
             token: SecretString::from(token.unwrap_or_default()),
             endpoint,
             debug,
-            routes_enabled: network.is_some() && routes_flag,
+            routes_enabled,
             network,
-            cluster_cidrs: Vec::new(),
+            cluster_cidrs,
             address_family,
             zone_label_enabled,
             cache_mode,
@@ -304,7 +272,7 @@ mod tests {
 
     #[test]
     fn defaults_match_the_official_ccm() {
-        let c = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64))])).expect("valid");
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64))]), Vec::new()).expect("valid");
         assert_eq!(c.address_family, AddressFamily::Ipv4);
         assert!(c.zone_label_enabled);
         assert_eq!(c.cache_mode, CacheMode::All);
@@ -317,20 +285,26 @@ mod tests {
         assert!(c.load_balancers_enabled);
         assert_eq!(c.load_balancers, LbDefaults::default());
         assert_eq!(c.load_balancers_max_age, Duration::from_secs(300));
-        let off = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_METRICS_ENABLED", "false")]))
-            .expect("valid");
+        let off = Config::from_env(
+            env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_METRICS_ENABLED", "false")]),
+            Vec::new(),
+        )
+        .expect("valid");
         assert_eq!(off.metrics_address, None);
     }
 
     #[test]
     fn all_errors_are_reported_together() {
-        let err = Config::from_env(env(&[
-            ("HCLOUD_INSTANCES_ADDRESS_FAMILY", "ipv5"),
-            ("HCLOUD_SERVER_CACHE_MODE", "sometimes"),
-            ("HCLOUD_SERVER_CACHE_MAX_AGE", "ten seconds"),
-            ("HCLOUD_DEBUG", "yes"),
-            ("HCLOUD_ENDPOINT", "ftp://x"),
-        ]))
+        let err = Config::from_env(
+            env(&[
+                ("HCLOUD_INSTANCES_ADDRESS_FAMILY", "ipv5"),
+                ("HCLOUD_SERVER_CACHE_MODE", "sometimes"),
+                ("HCLOUD_SERVER_CACHE_MAX_AGE", "ten seconds"),
+                ("HCLOUD_DEBUG", "yes"),
+                ("HCLOUD_ENDPOINT", "ftp://x"),
+            ]),
+            Vec::new(),
+        )
         .unwrap_err();
         let text = err.to_string();
         for needle in [
@@ -353,19 +327,19 @@ mod tests {
         let file = dir.join("token");
         std::fs::write(&file, format!("  {}\n", "f".repeat(64))).expect("write");
         let path = file.to_string_lossy().to_string();
-        let c = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path)])).expect("valid");
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path)]), Vec::new()).expect("valid");
         assert_eq!(c.token.expose_secret(), "f".repeat(64));
-        let c =
-            Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path), ("HCLOUD_TOKEN", &"e".repeat(64))])).expect("valid");
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path), ("HCLOUD_TOKEN", &"e".repeat(64))]), Vec::new())
+            .expect("valid");
         assert_eq!(c.token.expose_secret(), "e".repeat(64), "the plain variable wins");
-        let err = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", "/nonexistent/token")])).unwrap_err();
+        let err = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", "/nonexistent/token")]), Vec::new()).unwrap_err();
         assert!(err.to_string().contains("HCLOUD_TOKEN_FILE: cannot read"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn token_is_not_in_debug_output_and_short_token_warns() {
-        let c = Config::from_env(env(&[("HCLOUD_TOKEN", "shorttoken-secret")])).expect("valid");
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN", "shorttoken-secret")]), Vec::new()).expect("valid");
         assert!(!format!("{c:?}").contains("shorttoken-secret"));
         assert_eq!(c.warnings.len(), 1);
         assert!(c.warnings[0].contains("64"));
@@ -373,12 +347,15 @@ mod tests {
 
     #[test]
     fn official_variables_not_acted_on_yet_are_named_in_a_warning() {
-        let c = Config::from_env(env(&[
-            ("HCLOUD_TOKEN", &"x".repeat(64)),
-            ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
-            ("ROBOT_CACHE_TIMEOUT", ""),
-            ("HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK", "true"),
-        ]))
+        let c = Config::from_env(
+            env(&[
+                ("HCLOUD_TOKEN", &"x".repeat(64)),
+                ("HCLOUD_LOAD_BALANCERS_TYPE", "lb21"),
+                ("ROBOT_CACHE_TIMEOUT", ""),
+                ("HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK", "true"),
+            ]),
+            Vec::new(),
+        )
         .expect("valid");
         assert_eq!(
             c.warnings,
@@ -399,11 +376,11 @@ mod tests {
         let c = |pairs: &[(&str, &str)]| {
             let mut all = vec![("HCLOUD_TOKEN", token.as_str())];
             all.extend_from_slice(pairs);
-            Config::from_env(env(&all))
+            Config::from_env(env(&all), Vec::new())
         };
         let on = c(&[("HCLOUD_NETWORK", "k8s")]).expect("valid");
         assert!(on.routes_enabled && on.warnings.is_empty());
-        assert!(on.cluster_cidrs.is_empty(), "set by the program from --cluster-cidr");
+        assert!(on.cluster_cidrs.is_empty(), "only the cluster CIDRs given (the program's --cluster-cidr)");
         assert!(
             !c(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_NETWORK_ROUTES_ENABLED", "false")]).expect("valid").routes_enabled
         );
@@ -420,5 +397,59 @@ mod tests {
             err.0,
             vec!["HCLOUD_NETWORK_ROUTES_ENABLED: \"maybe\" is not a boolean; accepted: true, false, 1, 0, t, f"]
         );
+    }
+
+    #[test]
+    fn two_bad_main_variables_are_reported_together_with_what_is_accepted() {
+        let err = Config::from_env(
+            env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_DEBUG", "yes"), ("HCLOUD_SERVER_CACHE_MODE", "some")]),
+            Vec::new(),
+        )
+        .expect_err("invalid");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration:\n  \
+             - HCLOUD_DEBUG: \"yes\" is not a boolean; accepted: true, false, 1, 0, t, f\n  \
+             - HCLOUD_SERVER_CACHE_MODE: \"some\" is invalid; accepted: all, one, off"
+        );
+    }
+
+    #[test]
+    fn bad_variables_of_all_three_sources_are_reported_together() {
+        let err = Config::from_env(
+            env(&[
+                ("HCLOUD_TOKEN", &"x".repeat(64)),
+                ("HCLOUD_INSTANCES_ADDRESS_FAMILY", "ipv5"),
+                ("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", "random"),
+                ("ROBOT_ENABLED", "maybe"),
+            ]),
+            Vec::new(),
+        )
+        .expect_err("invalid");
+        assert_eq!(
+            err.0,
+            vec![
+                "HCLOUD_INSTANCES_ADDRESS_FAMILY: \"ipv5\" is invalid; accepted: ipv4, ipv6, dualstack",
+                "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE: \"random\" is invalid; accepted: round_robin, least_connections",
+                "ROBOT_ENABLED: \"maybe\" is not a boolean; accepted: true, false, 1, 0, t, f",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_token_is_never_in_a_message() {
+        let err = Config::from_env(env(&[("HCLOUD_TOKEN", "secret token value")]), Vec::new()).expect_err("spaces");
+        assert_eq!(err.0, vec!["HCLOUD_TOKEN: contains whitespace; expected a single API token"]);
+        let err = Config::from_env(env(&[("HCLOUD_TOKEN", "  ")]), Vec::new()).expect_err("blank");
+        assert_eq!(err.0, vec!["HCLOUD_TOKEN: is empty"]);
+    }
+
+    #[test]
+    fn the_cluster_cidrs_given_are_kept() {
+        let cidrs: Vec<IpNet> = vec!["10.244.0.0/16".parse().expect("cidr"), "fd00:10:244::/56".parse().expect("cidr")];
+        let c = Config::from_env(env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_NETWORK", "k8s")]), cidrs.clone())
+            .expect("valid");
+        assert_eq!(c.cluster_cidrs, cidrs);
+        assert!(format!("{c:?}").contains("10.244.0.0/16"), "{c:?}");
     }
 }

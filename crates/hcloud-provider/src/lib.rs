@@ -28,6 +28,7 @@
 mod api_error;
 pub mod cloud;
 pub mod config;
+pub mod env;
 pub mod instances;
 pub mod inventory;
 pub mod load_balancers;
@@ -43,5 +44,5 @@ pub use inventory::{Inventory, Lookup};
 pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
-pub use robot::RobotInventory;
+pub use robot::{RobotInventory, RobotMode};
 pub use routes::{HcloudRoutes, RoutesConfig};

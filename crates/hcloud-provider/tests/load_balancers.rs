@@ -400,13 +400,16 @@ async fn load_balancers_are_offered_unless_disabled_and_events_reach_the_sink() 
     let url = fake.base_url();
     let config = |enabled: &str| {
         let enabled = enabled.to_owned();
-        Config::from_env(|k| match k {
-            "HCLOUD_TOKEN" => Some("t".repeat(64)),
-            "HCLOUD_ENDPOINT" => Some(url.clone()),
-            "HCLOUD_LOAD_BALANCERS_ENABLED" => Some(enabled.clone()),
-            "HCLOUD_LOAD_BALANCERS_LOCATION" => Some("fsn1".into()),
-            _ => None,
-        })
+        Config::from_env(
+            |k| match k {
+                "HCLOUD_TOKEN" => Some("t".repeat(64)),
+                "HCLOUD_ENDPOINT" => Some(url.clone()),
+                "HCLOUD_LOAD_BALANCERS_ENABLED" => Some(enabled.clone()),
+                "HCLOUD_LOAD_BALANCERS_LOCATION" => Some("fsn1".into()),
+                _ => None,
+            },
+            Vec::new(),
+        )
         .expect("config")
     };
     let off = HcloudCloud::connect(&config("false"), ClientHooks::default()).await.expect("connect");

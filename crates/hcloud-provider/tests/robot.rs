@@ -303,15 +303,18 @@ async fn the_cloud_counts_robot_requests_in_its_metrics() {
     let h = fake.handle();
     let a = h.seed_robot_server(&SeedRobotServer::new("bm-a")).unwrap();
     let (url, robot_url) = (fake.base_url(), fake.robot_url());
-    let config = Config::from_env(|k| match k {
-        "HCLOUD_TOKEN" => Some("t".repeat(64)),
-        "HCLOUD_ENDPOINT" => Some(url.clone()),
-        "ROBOT_ENABLED" => Some("true".into()),
-        "ROBOT_USER" => Some("robot".into()),
-        "ROBOT_PASSWORD" => Some("robot-password".into()),
-        "ROBOT_ENDPOINT" => Some(robot_url.clone()),
-        _ => None,
-    })
+    let config = Config::from_env(
+        |k| match k {
+            "HCLOUD_TOKEN" => Some("t".repeat(64)),
+            "HCLOUD_ENDPOINT" => Some(url.clone()),
+            "ROBOT_ENABLED" => Some("true".into()),
+            "ROBOT_USER" => Some("robot".into()),
+            "ROBOT_PASSWORD" => Some("robot-password".into()),
+            "ROBOT_ENDPOINT" => Some(robot_url.clone()),
+            _ => None,
+        },
+        Vec::new(),
+    )
     .expect("config");
     let metrics = HcloudMetrics::default();
     let hooks = ClientHooks { metrics: Some(metrics.clone()), gate: None };

@@ -12,17 +12,6 @@ use test_harness::module_graph::{ModuleGraph, crate_sources, describe_cycles};
 /// must still be found exactly (cutting it fails this test until its line goes), and any
 /// other cycle fails.
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // spec.rs and ports.rs call each other's functions; local_health's tests use spec's tests.
-    (
-        "hcloud-provider",
-        &[
-            "load_balancers/local_health.rs",
-            "load_balancers/ports.rs",
-            "load_balancers/services.rs",
-            "load_balancers/spec.rs",
-            "load_balancers/spec_tests.rs",
-        ],
-    ),
     // config.rs ↔ robot/config.rs (`parse_go_bool`), config.rs → `load_balancers::LbDefaults`
     // (the re-export) → provider.rs → metrics.rs → config.rs (`CacheMode`).
     (

@@ -3,42 +3,44 @@
 
 use std::time::Duration;
 
-use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 use hcloud_api::models::Algorithm;
 use ipnet::IpNet;
 
-use super::annotations::{parse_cidr, whole_seconds};
+use crate::env::EnvReader;
 
-/// `HCLOUD_LOAD_BALANCERS_*` (all optional).
+/// Cluster-wide defaults of the Load Balancer annotations, from `HCLOUD_LOAD_BALANCERS_*`
+/// (all optional).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LbDefaults {
-    /// `HCLOUD_LOAD_BALANCERS_LOCATION`.
+    /// Where new Load Balancers are created (`HCLOUD_LOAD_BALANCERS_LOCATION`).
     pub location: Option<String>,
-    /// `HCLOUD_LOAD_BALANCERS_NETWORK_ZONE`.
+    /// The network zone new Load Balancers are created in (`HCLOUD_LOAD_BALANCERS_NETWORK_ZONE`).
     pub network_zone: Option<String>,
-    /// `HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS` (default false).
+    /// Leave private IPs out of the Service status (`HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS`).
     pub disable_private_ingress: bool,
-    /// `HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP` (default false).
+    /// Targets use the servers' private IPs (`HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP`).
     pub use_private_ip: bool,
-    /// `HCLOUD_LOAD_BALANCERS_DISABLE_IPV6` (default false).
+    /// Leave the IPv6 address out of the Service status (`HCLOUD_LOAD_BALANCERS_DISABLE_IPV6`).
     pub disable_ipv6: bool,
-    /// `HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE` (unset: the API's round_robin at create, never
-    /// changed later).
+    /// How traffic is spread over the targets (`HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE`; unset:
+    /// the API's round_robin at create, never changed later).
     pub algorithm: Option<Algorithm>,
-    /// `HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK` (unset: the public interface is not
-    /// managed).
+    /// Whether the public interface is off (`HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK`;
+    /// unset: the public interface is not managed).
     pub disable_public_network: Option<bool>,
-    /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL`, seconds.
+    /// Seconds between health checks (`HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL`).
     pub health_check_interval: Option<u32>,
-    /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT`, seconds.
+    /// Seconds until a health check fails (`HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT`).
     pub health_check_timeout: Option<u32>,
-    /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES`.
+    /// Failed checks until a target is unhealthy (`HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES`).
     pub health_check_retries: Option<u32>,
-    /// `HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE`.
+    /// The subnet of `HCLOUD_NETWORK` Load Balancers attach to
+    /// (`HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE`).
     pub private_subnet_ip_range: Option<IpNet>,
-    /// `HCLOUD_LOAD_BALANCERS_TYPE` (unset: `lb11` and a `LoadBalancerTypeUnconfigured` event).
+    /// The Load Balancer type, e.g. `lb21` (`HCLOUD_LOAD_BALANCERS_TYPE`; unset: `lb11` and a
+    /// `LoadBalancerTypeUnconfigured` event).
     pub lb_type: Option<String>,
-    /// `HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL` (unset: not sent).
+    /// PROXY protocol on every port (`HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL`; unset: not sent).
     pub uses_proxyprotocol: Option<bool>,
     /// `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS` (hcloud-ccm only, default false):
     /// `externalTrafficPolicy: Local` Services get kube-proxy's health check.
@@ -107,99 +109,43 @@ pub const HEALTH_CHECK_SECONDS: (u32, u32) = (1, 3600);
 /// Unhealthy-target warning times the annotation and variable accept, in seconds (0: off).
 pub const UNHEALTHY_WARNING_SECONDS: (u32, u32) = (0, 7 * 24 * 3600);
 
-/// The enablement switch, the defaults and the inventory max age, read through `var` (which
-/// yields `None` for unset or empty variables); problems are appended to `errors`.
-pub fn from_env(var: &dyn Fn(&str) -> Option<String>, errors: &mut Vec<String>) -> (bool, LbDefaults, Duration) {
-    let boolean = |errors: &mut Vec<String>, k: &str| -> Option<bool> {
-        let v = var(k)?;
-        let b = parse_go_bool(&v);
-        if b.is_none() {
-            errors.push(format!("{k}: {v:?} is not a boolean; accepted: true, false, 1, 0, t, f"));
-        }
-        b
-    };
-    let seconds_within = |errors: &mut Vec<String>, k: &str, (min, max): (u32, u32)| -> Option<u32> {
-        let v = var(k)?;
-        match parse_go_duration(&v).map(|d| whole_seconds(d, min, max)) {
-            Some(Ok(s)) => Some(s),
-            Some(Err(why)) => {
-                errors.push(format!("{k}: {v:?} is invalid; {why}"));
-                None
-            }
-            None => {
-                errors.push(format!("{k}: {v:?} is not a duration; use Go syntax like 15s or 1m"));
-                None
-            }
-        }
-    };
-    let seconds = |errors: &mut Vec<String>, k: &str| seconds_within(errors, k, HEALTH_CHECK_SECONDS);
-    let enabled = boolean(errors, "HCLOUD_LOAD_BALANCERS_ENABLED").unwrap_or(true);
-    let location = var("HCLOUD_LOAD_BALANCERS_LOCATION");
-    let network_zone = var("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE");
+/// The enablement switch, the defaults and the inventory max age, read through `r` (which
+/// collects the problems).
+pub fn from_env(r: &mut EnvReader<'_>) -> (bool, LbDefaults, Duration) {
+    let enabled = r.bool("HCLOUD_LOAD_BALANCERS_ENABLED").unwrap_or(true);
+    let location = r.var("HCLOUD_LOAD_BALANCERS_LOCATION");
+    let network_zone = r.var("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE");
     if location.is_some() && network_zone.is_some() {
-        errors.push(
-            "HCLOUD_LOAD_BALANCERS_LOCATION and HCLOUD_LOAD_BALANCERS_NETWORK_ZONE are both set; set only one of them"
-                .to_owned(),
+        r.problem(
+            "HCLOUD_LOAD_BALANCERS_LOCATION and HCLOUD_LOAD_BALANCERS_NETWORK_ZONE are both set; set only one of them",
         );
     }
-    let algorithm = var("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE").and_then(|v| match v.to_ascii_lowercase().as_str() {
-        "round_robin" => Some(Algorithm::RoundRobin),
-        "least_connections" => Some(Algorithm::LeastConnections),
-        _ => {
-            errors.push(format!(
-                "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE: {v:?} is invalid; accepted: round_robin, least_connections"
-            ));
-            None
-        }
-    });
-    let private_subnet_ip_range = var("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE").and_then(|v| {
-        let net = parse_cidr(&v);
-        if net.is_none() {
-            errors.push(format!(
-                "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE: {v:?} is not a CIDR; accepted: e.g. 10.0.1.0/24"
-            ));
-        }
-        net
-    });
-    let health_check_retries = var("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES").and_then(|v| match v.parse::<u32>() {
-        Ok(n) if n <= 100 => Some(n),
-        _ => {
-            errors.push(format!(
-                "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES: {v:?} is invalid; accepted: an integer from 0 to 100"
-            ));
-            None
-        }
-    });
-    let max_age = match var("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE") {
-        None => Duration::from_secs(300),
-        Some(v) => parse_go_duration(&v).unwrap_or_else(|| {
-            errors.push(format!("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE: {v:?} is not a duration; use Go syntax like 5m"));
-            Duration::from_secs(300)
-        }),
-    };
+    let algorithm = r.choice_ignoring_case(
+        "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE",
+        &[("round_robin", Algorithm::RoundRobin), ("least_connections", Algorithm::LeastConnections)],
+    );
+    let private_subnet_ip_range = r.cidr("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE");
+    let health_check_retries = r.int("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", 0, 100);
+    let max_age = r.duration("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE").unwrap_or(Duration::from_secs(300));
     let defaults = LbDefaults {
         location,
         network_zone,
-        disable_private_ingress: boolean(errors, "HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS").unwrap_or(false),
-        use_private_ip: boolean(errors, "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP").unwrap_or(false),
-        disable_ipv6: boolean(errors, "HCLOUD_LOAD_BALANCERS_DISABLE_IPV6").unwrap_or(false),
+        disable_private_ingress: r.bool("HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS").unwrap_or(false),
+        use_private_ip: r.bool("HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP").unwrap_or(false),
+        disable_ipv6: r.bool("HCLOUD_LOAD_BALANCERS_DISABLE_IPV6").unwrap_or(false),
         algorithm,
-        disable_public_network: boolean(errors, "HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK"),
-        health_check_interval: seconds(errors, "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL"),
-        health_check_timeout: seconds(errors, "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT"),
+        disable_public_network: r.bool("HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK"),
+        health_check_interval: r.seconds("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", HEALTH_CHECK_SECONDS),
+        health_check_timeout: r.seconds("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", HEALTH_CHECK_SECONDS),
         health_check_retries,
         private_subnet_ip_range,
-        lb_type: var("HCLOUD_LOAD_BALANCERS_TYPE"),
-        uses_proxyprotocol: boolean(errors, "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"),
-        health_check_local_endpoints: boolean(errors, "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS")
-            .unwrap_or(false),
-        unhealthy_target_warning_after: seconds_within(
-            errors,
-            "HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER",
-            UNHEALTHY_WARNING_SECONDS,
-        )
-        .filter(|s| *s > 0),
-        keep_foreign: boolean(errors, "HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN").unwrap_or(false),
+        lb_type: r.var("HCLOUD_LOAD_BALANCERS_TYPE"),
+        uses_proxyprotocol: r.bool("HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"),
+        health_check_local_endpoints: r.bool("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS").unwrap_or(false),
+        unhealthy_target_warning_after: r
+            .seconds("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", UNHEALTHY_WARNING_SECONDS)
+            .filter(|s| *s > 0),
+        keep_foreign: r.bool("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN").unwrap_or(false),
     };
     (enabled, defaults, max_age)
 }
@@ -212,10 +158,10 @@ mod tests {
 
     fn read(pairs: &[(&str, &str)]) -> (bool, LbDefaults, Duration, Vec<String>) {
         let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let var = move |k: &str| m.get(k).cloned().filter(|v| !v.is_empty());
-        let mut errors = Vec::new();
-        let (enabled, d, age) = from_env(&var, &mut errors);
-        (enabled, d, age, errors)
+        let get = move |k: &str| m.get(k).cloned();
+        let mut r = EnvReader::new(&get);
+        let (enabled, d, age) = from_env(&mut r);
+        (enabled, d, age, r.finish().err().map(|e| e.0).unwrap_or_default())
     }
 
     #[test]
@@ -307,5 +253,21 @@ mod tests {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
         assert_eq!(errors.len(), 11);
+    }
+
+    #[test]
+    fn two_bad_values_are_reported_together_exactly() {
+        let (_, _, _, errors) = read(&[
+            ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "many"),
+            ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "5"),
+        ]);
+        assert_eq!(
+            errors,
+            vec![
+                "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES: \"many\" is invalid; accepted: an integer from 0 to 100",
+                "HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE: \"5\" is not a duration; use Go syntax like 10s, 1m30s, 500ms (at \
+                 most 2562047h47m16.854775807s)",
+            ]
+        );
     }
 }

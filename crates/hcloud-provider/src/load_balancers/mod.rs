@@ -27,9 +27,12 @@ pub mod catalog;
 pub mod defaults;
 pub mod lb_inventory;
 pub mod local_health;
+#[cfg(test)]
+mod local_health_tests;
 pub mod managed_cert;
 pub mod ownership;
 pub mod plan;
+pub mod port_spec;
 mod ports;
 mod provider;
 pub mod services;

@@ -14,7 +14,7 @@ use hcloud_api::models::LbProtocol;
 
 use super::annotations::{self as a, Invalid, PER_PORT, PORT_PREFIX, Reader};
 use super::defaults::LbDefaults;
-use super::spec::{CertRef, CertificateSpec, HealthSpec, HttpSpec, PortSpec, cert_refs, health, transport};
+use super::port_spec::{CertRef, CertificateSpec, HealthSpec, HttpSpec, PortSpec, cert_refs, health, transport};
 
 /// The settings of one port that has per-port annotations (the rest inherited from the
 /// Service-wide annotations and variables, exactly as a port without any).

@@ -28,7 +28,7 @@ use crate::api_error::api_error;
 use crate::api_error::robot_error;
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::ProviderId;
-use crate::robot::RobotInventory;
+use crate::robot::RobotMode;
 
 /// The reason of errors caused by the Service's own configuration.
 const INVALID: &str = "InvalidLoadBalancerConfiguration";
@@ -52,8 +52,8 @@ pub struct HcloudLoadBalancers {
     catalog: Catalog,
     events: Arc<Mutex<Arc<dyn EventSink>>>,
     metrics: HcloudMetrics,
-    /// With `ROBOT_ENABLED`: the Robot list (`None` without credentials).
-    robot: Option<Option<Arc<RobotInventory>>>,
+    /// Whether Robot Nodes become targets, and through which list.
+    robot: RobotMode,
     /// Watches the targets of each synced Load Balancer and warns about those unhealthy for
     /// longer than the Service allows.
     health: Arc<HealthWarnings>,
@@ -130,15 +130,15 @@ impl HcloudLoadBalancers {
             catalog,
             events,
             metrics: HcloudMetrics::default(),
-            robot: None,
+            robot: RobotMode::Off,
             health,
         }
     }
 
-    /// Robot Nodes become IP targets (`ROBOT_ENABLED`); `inventory` is `None` without
-    /// credentials (then only their InternalIPs can be used).
-    pub fn with_robot(mut self, inventory: Option<Arc<RobotInventory>>) -> Self {
-        self.robot = Some(inventory);
+    /// Robot Nodes become IP targets unless `robot` is off; in Load Balancer-only mode only
+    /// their InternalIPs can be used.
+    pub fn with_robot(mut self, robot: RobotMode) -> Self {
+        self.robot = robot;
         self
     }
 
@@ -190,7 +190,7 @@ impl HcloudLoadBalancers {
         nodes: &[Node],
         service: &str,
     ) -> Result<Option<HashMap<u64, Option<std::net::Ipv4Addr>>>, CloudError> {
-        let Some(Some(inventory)) = &self.robot else {
+        let Some(inventory) = self.robot.inventory() else {
             return Ok(None);
         };
         let is_robot = |n: &Node| {
@@ -228,7 +228,7 @@ impl HcloudLoadBalancers {
             ));
         }
         let robot_ips = self.robot_ips(nodes, service).await?;
-        let robot = self.robot.as_ref().map(|_| RobotTargets {
+        let robot = self.robot.is_enabled().then_some(RobotTargets {
             public_ips: robot_ips.as_ref(),
             use_private_ip: spec.use_private_ip,
             service: &owner,

@@ -13,7 +13,8 @@ use hcloud_api::models::{
 
 use std::collections::BTreeMap;
 
-use super::spec::{HealthProtocol, HealthSpec, HttpSpec, LbSpec};
+use super::port_spec::{HealthProtocol, HealthSpec, HttpSpec};
+use super::spec::LbSpec;
 
 /// The API's health check defaults (used where nothing is configured and the API needs a value).
 pub const DEFAULT_INTERVAL: u32 = 15;

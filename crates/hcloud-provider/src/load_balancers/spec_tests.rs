@@ -1,6 +1,7 @@
 //! Annotations and defaults → desired Load Balancer; official CCM test cases under their names
 //! where they exist (`TestLoadBalancerOps_Create`, the options builder's internal tests).
 
+use hcloud_api::models::CertificateId;
 use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
 
 use super::*;

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use cloud_provider::helpers::go_syntax::GO_DURATION_MAX;
-
-use crate::config::{parse_go_bool, parse_go_duration};
+use crate::env::EnvReader;
 
 /// Robot (dedicated server) settings, with `ROBOT_ENABLED=true`.
 #[derive(Clone)]
@@ -42,97 +40,43 @@ impl fmt::Debug for RobotConfig {
     }
 }
 
-/// Reads `name` or the file named by `name_FILE` (whitespace trimmed; the plain variable wins).
-fn var_or_file(var: &impl Fn(&str) -> Option<String>, name: &str, errors: &mut Vec<String>) -> Option<String> {
-    if let Some(v) = var(name) {
-        return Some(v.trim().to_owned());
-    }
-    let file_var = format!("{name}_FILE");
-    let path = var(&file_var)?;
-    match std::fs::read_to_string(&path) {
-        Ok(t) => Some(t.trim().to_owned()).filter(|t| !t.is_empty()),
-        Err(e) => {
-            errors.push(format!("{file_var}: cannot read {path:?}: {e}"));
-            None
-        }
-    }
-}
-
-fn boolean(var: &impl Fn(&str) -> Option<String>, errors: &mut Vec<String>, k: &str, default: bool) -> bool {
-    match var(k) {
-        None => default,
-        Some(v) => parse_go_bool(&v).unwrap_or_else(|| {
-            errors.push(format!("{k}: {v:?} is not a boolean; accepted: true, false, 1, 0, t, f"));
-            default
-        }),
-    }
-}
-
-fn duration(var: &impl Fn(&str) -> Option<String>, errors: &mut Vec<String>, k: &str, default: Duration) -> Duration {
-    match var(k) {
-        None => default,
-        Some(v) => parse_go_duration(&v).unwrap_or_else(|| {
-            errors.push(format!(
-                "{k}: {v:?} is not a duration; use Go syntax like 10s, 1m30s, 500ms (at most {GO_DURATION_MAX})"
-            ));
-            default
-        }),
-    }
-}
-
-/// Reads the `ROBOT_*` variables through `var` (empty values already count as unset);
-/// `routes` is whether routes would be enabled. Problems go to `errors`, notes to `warnings`.
-pub(crate) fn from_env(
-    var: &impl Fn(&str) -> Option<String>,
-    routes: bool,
-    errors: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) -> Option<RobotConfig> {
-    let robot_enabled = boolean(var, errors, "ROBOT_ENABLED", false);
-    let user = var_or_file(var, "ROBOT_USER", errors);
-    let password = var_or_file(var, "ROBOT_PASSWORD", errors);
+/// Reads the `ROBOT_*` variables through `r`, which collects the problems and notes;
+/// `routes` is whether routes would be enabled. `None` unless `ROBOT_ENABLED` is true.
+pub(crate) fn from_env(r: &mut EnvReader<'_>, routes: bool) -> Option<RobotConfig> {
+    let robot_enabled = r.bool("ROBOT_ENABLED").unwrap_or(false);
+    // An empty credential (an empty file, or only whitespace) counts as unset.
+    let user = r.var_or_file("ROBOT_USER").filter(|u| !u.is_empty());
+    let password = r.var_or_file("ROBOT_PASSWORD").filter(|p| !p.is_empty());
     let credentials = match (user, password) {
         (Some(u), Some(p)) => Some((u, SecretString::from(p))),
         (None, None) => None,
         (Some(_), None) if robot_enabled => {
-            errors.push(
+            r.problem(
                 "ROBOT_USER is set but ROBOT_PASSWORD is not: set both Robot credentials (or their _FILE \
-                 variants) or neither"
-                    .to_owned(),
+                 variants) or neither",
             );
             None
         }
         (None, Some(_)) if robot_enabled => {
-            errors.push(
+            r.problem(
                 "ROBOT_PASSWORD is set but ROBOT_USER is not: set both Robot credentials (or their _FILE \
-                 variants) or neither"
-                    .to_owned(),
+                 variants) or neither",
             );
             None
         }
         (_, _) => None,
     };
-    let cache_timeout = duration(var, errors, "ROBOT_CACHE_TIMEOUT", Duration::from_secs(300));
-    let rate_limit_wait = duration(var, errors, "ROBOT_RATE_LIMIT_WAIT_TIME", Duration::ZERO);
-    let forward_internal_ips = boolean(var, errors, "ROBOT_FORWARD_INTERNAL_IPS", true);
-    let robot_endpoint = var("ROBOT_ENDPOINT").unwrap_or_else(|| hcloud_api::robot::DEFAULT_ROBOT_ENDPOINT.to_owned());
-    if !(robot_endpoint.starts_with("http://") || robot_endpoint.starts_with("https://")) {
-        errors.push(format!("ROBOT_ENDPOINT: {robot_endpoint:?} is not an http:// or https:// URL"));
-    }
+    let cache_timeout = r.duration("ROBOT_CACHE_TIMEOUT").unwrap_or(Duration::from_secs(300));
+    let rate_limit_wait = r.duration("ROBOT_RATE_LIMIT_WAIT_TIME").unwrap_or(Duration::ZERO);
+    let forward_internal_ips = r.bool("ROBOT_FORWARD_INTERNAL_IPS").unwrap_or(true);
+    let endpoint = r.var("ROBOT_ENDPOINT").unwrap_or_else(|| hcloud_api::robot::DEFAULT_ROBOT_ENDPOINT.to_owned());
+    r.check_url("ROBOT_ENDPOINT", &endpoint);
     if robot_enabled && routes {
-        errors.push(
+        r.problem(
             "ROBOT_ENABLED=true with HCLOUD_NETWORK_ROUTES_ENABLED (default true with HCLOUD_NETWORK): using \
-             routes with Robot is not supported; set HCLOUD_NETWORK_ROUTES_ENABLED=false"
-                .to_owned(),
+             routes with Robot is not supported; set HCLOUD_NETWORK_ROUTES_ENABLED=false",
         );
     }
-    let robot = robot_enabled.then_some(RobotConfig {
-        credentials,
-        endpoint: robot_endpoint,
-        cache_timeout,
-        rate_limit_wait,
-        forward_internal_ips,
-    });
     if !robot_enabled {
         for k in [
             "ROBOT_USER",
@@ -144,12 +88,12 @@ pub(crate) fn from_env(
             "ROBOT_FORWARD_INTERNAL_IPS",
             "ROBOT_ENDPOINT",
         ] {
-            if var(k).is_some() {
-                warnings.push(format!("{k} is set but has no effect without ROBOT_ENABLED=true"));
+            if r.is_set(k) {
+                r.warn(format!("{k} is set but has no effect without ROBOT_ENABLED=true"));
             }
         }
     }
-    robot
+    robot_enabled.then_some(RobotConfig { credentials, endpoint, cache_timeout, rate_limit_wait, forward_internal_ips })
 }
 
 #[cfg(test)]
@@ -169,7 +113,7 @@ mod tests {
         let token = "x".repeat(64);
         let mut all = vec![("HCLOUD_TOKEN", token.as_str())];
         all.extend_from_slice(pairs);
-        Config::from_env(env(&all))
+        Config::from_env(env(&all), Vec::new())
     }
 
     #[test]
@@ -280,5 +224,38 @@ mod tests {
         let off = with_token(&[("ROBOT_USER", "u")]).expect("valid");
         assert!(off.robot.is_none());
         assert_eq!(off.warnings, vec!["ROBOT_USER is set but has no effect without ROBOT_ENABLED=true"]);
+    }
+
+    #[test]
+    fn two_bad_robot_variables_are_reported_together_without_the_password() {
+        let err = with_token(&[
+            ("ROBOT_ENABLED", "true"),
+            ("ROBOT_PASSWORD", "robot-secret-pw"),
+            ("ROBOT_RATE_LIMIT_WAIT_TIME", "a while"),
+        ])
+        .expect_err("invalid");
+        assert_eq!(
+            err.0,
+            vec![
+                "ROBOT_PASSWORD is set but ROBOT_USER is not: set both Robot credentials (or their _FILE variants) \
+                 or neither",
+                "ROBOT_RATE_LIMIT_WAIT_TIME: \"a while\" is not a duration; use Go syntax like 10s, 1m30s, 500ms (at \
+                 most 2562047h47m16.854775807s)",
+            ]
+        );
+        assert!(!err.to_string().contains("robot-secret-pw"));
+    }
+
+    #[test]
+    fn an_empty_credential_file_counts_as_unset() {
+        let dir = std::env::temp_dir().join(format!("hccm-robot-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let empty = dir.join("empty");
+        std::fs::write(&empty, "\n").expect("write");
+        let path = empty.to_string_lossy().to_string();
+        let c = with_token(&[("ROBOT_ENABLED", "true"), ("ROBOT_USER_FILE", &path), ("ROBOT_PASSWORD_FILE", &path)])
+            .expect("valid");
+        assert!(c.robot.expect("on").credentials.is_none(), "Load Balancer-only mode");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -26,6 +26,34 @@ use hcloud_api::robot::{RobotClient, RobotError, RobotReset, RobotServer};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+/// How far Robot (dedicated server) support goes, from `ROBOT_ENABLED` and the credentials.
+#[derive(Debug, Clone, Default)]
+pub enum RobotMode {
+    /// `ROBOT_ENABLED` is not true: Robot Nodes are not served.
+    #[default]
+    Off,
+    /// `ROBOT_ENABLED` without credentials: Robot Nodes are recognized and become Load
+    /// Balancer IP targets through their InternalIP, but no Robot server can be looked up.
+    LoadBalancerOnly,
+    /// `ROBOT_ENABLED` with credentials: Robot servers are looked up in this cached list.
+    Full(Arc<RobotInventory>),
+}
+
+impl RobotMode {
+    /// Whether Robot Nodes are served at all.
+    pub fn is_enabled(&self) -> bool {
+        !matches!(self, RobotMode::Off)
+    }
+
+    /// The Robot server list, with credentials.
+    pub fn inventory(&self) -> Option<&Arc<RobotInventory>> {
+        match self {
+            RobotMode::Full(inventory) => Some(inventory),
+            RobotMode::Off | RobotMode::LoadBalancerOnly => None,
+        }
+    }
+}
+
 /// When a circuit opened at `now` for `wait` closes. The configuration stops at Go's largest
 /// duration (about 292 years), which an `Instant` holds; a longer wait (only through
 /// [`RobotInventory::new`]) is cut to a century rather than overflow.
