@@ -130,12 +130,10 @@ impl HcloudCloud {
             config.lifecycle_max_age,
         )
         .with_metrics(metrics.clone());
-        if let Some(settings) = &config.robot {
-            instances = instances.with_robot(RobotSupport {
-                inventory: robot.inventory().cloned(),
-                forward_internal_ips: settings.forward_internal_ips,
-            });
-        }
+        instances = instances.with_robot(RobotSupport {
+            mode: robot.clone(),
+            forward_internal_ips: config.robot.as_ref().is_some_and(|r| r.forward_internal_ips),
+        });
         let instances = Arc::new(instances);
         let routes = routes_config(config, network.as_ref()).map(|settings| {
             info!(network = %settings.network_name, cluster_cidrs = ?settings.cluster_cidrs,

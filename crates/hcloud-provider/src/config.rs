@@ -9,8 +9,8 @@ use secrecy::SecretString;
 
 pub use crate::env::ConfigErrors;
 use crate::env::EnvReader;
-use crate::load_balancers::LbDefaults;
 use crate::load_balancers::defaults as lb_env;
+use crate::load_balancers::defaults::LbDefaults;
 pub use crate::robot::config::RobotConfig;
 
 /// Which ExternalIPs nodes get.

@@ -17,6 +17,7 @@ use crate::config::AddressFamily;
 use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::{ProviderId, ProviderIdError};
+use crate::robot::RobotMode;
 
 /// Label marking nodes backed by cloud servers (`robot` for dedicated servers).
 pub const LABEL_PROVIDED_BY: &str = "instance.hetzner.cloud/provided-by";
@@ -59,13 +60,14 @@ pub fn node_addresses(server: &Server, family: AddressFamily, network: Option<Ne
     out
 }
 
-/// Robot support of the instances (`ROBOT_ENABLED=true`).
-#[derive(Debug, Clone)]
+/// Robot support of the instances.
+#[derive(Debug, Clone, Default)]
 pub struct RobotSupport {
-    /// The cached Robot list; `None` without credentials (Load Balancer-only mode: Robot
-    /// Nodes are recognized but cannot be looked up).
-    pub inventory: Option<Arc<crate::robot::RobotInventory>>,
-    /// `ROBOT_FORWARD_INTERNAL_IPS`.
+    /// How far Robot support goes: off, Load Balancer-only (Robot Nodes are recognized but
+    /// cannot be looked up) or full (with the cached Robot list).
+    pub mode: RobotMode,
+    /// Whether a Robot Node's InternalIP annotation is kept among its addresses
+    /// (`ROBOT_FORWARD_INTERNAL_IPS`).
     pub forward_internal_ips: bool,
 }
 
@@ -89,7 +91,7 @@ pub struct HcloudInstances {
     pub(crate) max_age: Duration,
     pub(crate) lifecycle_max_age: Duration,
     metrics: HcloudMetrics,
-    pub(crate) robot: Option<RobotSupport>,
+    pub(crate) robot: RobotSupport,
     pub(crate) events: OnceLock<Arc<dyn EventSink>>,
 }
 
@@ -111,14 +113,14 @@ impl HcloudInstances {
             max_age,
             lifecycle_max_age,
             metrics: HcloudMetrics::default(),
-            robot: None,
+            robot: RobotSupport::default(),
             events: OnceLock::new(),
         }
     }
 
     /// Supports Robot servers too.
     pub fn with_robot(mut self, robot: RobotSupport) -> Self {
-        self.robot = Some(robot);
+        self.robot = robot;
         self
     }
 

@@ -17,6 +17,7 @@ use hcloud_fake::robot::{RobotServerPatch, SeedRobotServer};
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
 use hcloud_provider::config::{AddressFamily, CacheMode};
 use hcloud_provider::instances::RobotSupport;
+use hcloud_provider::robot::RobotMode;
 use hcloud_provider::{HcloudInstances, Inventory, RobotInventory};
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
@@ -69,7 +70,10 @@ async fn fx(family: AddressFamily, with_client: bool) -> Fx {
     let robot = Arc::new(RobotInventory::new(robot_client, CACHE, WAIT));
     let inventory = Arc::new(Inventory::new(client, CacheMode::All));
     let i = HcloudInstances::new(inventory, None, family, true, Duration::from_secs(10), Duration::from_secs(60))
-        .with_robot(RobotSupport { inventory: with_client.then(|| robot.clone()), forward_internal_ips: true });
+        .with_robot(RobotSupport {
+            mode: if with_client { RobotMode::Full(robot.clone()) } else { RobotMode::LoadBalancerOnly },
+            forward_internal_ips: true,
+        });
     let events = Arc::new(Events::default());
     i.set_events(events.clone());
     Fx { h: fake.handle(), _fake: fake, i, robot, events }

@@ -8,18 +8,6 @@ use std::path::Path;
 
 use test_harness::module_graph::{ModuleGraph, crate_sources, describe_cycles};
 
-/// Cycles found when the check went workspace-wide and not cut yet (crate, files). Each one
-/// must still be found exactly (cutting it fails this test until its line goes), and any
-/// other cycle fails.
-const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // config.rs ↔ robot/config.rs (`parse_go_bool`), config.rs → `load_balancers::LbDefaults`
-    // (the re-export) → provider.rs → metrics.rs → config.rs (`CacheMode`).
-    (
-        "hcloud-provider",
-        &["config.rs", "load_balancers/mod.rs", "load_balancers/provider.rs", "metrics.rs", "robot/config.rs"],
-    ),
-];
-
 #[test]
 fn every_crate_module_graph_has_no_cycles() {
     let crates_dir = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -29,23 +17,11 @@ fn every_crate_module_graph_has_no_cycles() {
         assert!(sources.contains(&crates_dir.join(name).join("src")), "{name} not found in {sources:?}");
     }
     let mut problems = Vec::new();
-    let mut known_found = Vec::new();
     for src in &sources {
         let graphs = ModuleGraph::read_all(src).unwrap();
         assert!(!graphs.is_empty(), "{} has no crate root", src.display());
         let crate_name = src.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
-        for (graph, cycle) in graphs.iter().flat_map(|g| g.cycles().into_iter().map(move |c| (g, c))) {
-            let known = KNOWN_CYCLES.iter().find(|(c, files)| *c == crate_name && *files == cycle.files.as_slice());
-            match known {
-                Some(k) => known_found.push(*k),
-                None => problems.extend(
-                    describe_cycles(std::slice::from_ref(graph))
-                        .into_iter()
-                        .filter(|d| d.contains(&cycle.circle))
-                        .map(|d| format!("{crate_name}: {d}")),
-                ),
-            }
-        }
+        problems.extend(describe_cycles(&graphs).into_iter().map(|d| format!("{crate_name}: {d}")));
         for graph in &graphs {
             println!("{crate_name}:");
             for (l, files) in graph.layers().iter().enumerate() {
@@ -54,6 +30,4 @@ fn every_crate_module_graph_has_no_cycles() {
         }
     }
     assert!(problems.is_empty(), "import cycles between files:\n{}", problems.join("\n"));
-    let cut: Vec<_> = KNOWN_CYCLES.iter().filter(|k| !known_found.contains(k)).collect();
-    assert!(cut.is_empty(), "these known cycles are gone; remove them from KNOWN_CYCLES: {cut:?}");
 }

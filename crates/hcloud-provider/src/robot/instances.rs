@@ -10,8 +10,8 @@ use hcloud_api::robot::{RobotErrorCode, RobotServer};
 use k8s_openapi::api::core::v1::Node;
 use tracing::warn;
 
-use super::RobotInventory;
 use super::metadata;
+use super::{RobotInventory, RobotMode};
 use crate::api_error::robot_error;
 use crate::instances::{HcloudInstances, LABEL_PROVIDED_BY};
 use crate::inventory::Lookup;
@@ -23,18 +23,17 @@ fn node_name(node: &Node) -> &str {
 
 impl HcloudInstances {
     fn robot_inventory(&self, node: &Node, number: u64) -> Result<&Arc<RobotInventory>, CloudError> {
-        match &self.robot {
-            Some(r) => r.inventory.as_ref().ok_or_else(|| {
-                CloudError::failed(
-                    "RobotClientMissing",
-                    format!(
-                        "node {}: Robot server {number}: no robot client configured (ROBOT_ENABLED=true without \
+        match &self.robot.mode {
+            RobotMode::Full(inventory) => Ok(inventory),
+            RobotMode::LoadBalancerOnly => Err(CloudError::failed(
+                "RobotClientMissing",
+                format!(
+                    "node {}: Robot server {number}: no robot client configured (ROBOT_ENABLED=true without \
                          ROBOT_USER/ROBOT_PASSWORD is Load Balancer-only mode); the node is left alone",
-                        node_name(node)
-                    ),
-                )
-            }),
-            None => Err(CloudError::failed(
+                    node_name(node)
+                ),
+            )),
+            RobotMode::Off => Err(CloudError::failed(
                 "RobotClientMissing",
                 format!(
                     "node {} has the providerID of Robot server {number} but Robot support is off (ROBOT_ENABLED); \
@@ -94,7 +93,7 @@ impl HcloudInstances {
         name: &str,
         since: tokio::time::Instant,
     ) -> Result<bool, CloudError> {
-        let Some(inv) = self.robot.as_ref().and_then(|r| r.inventory.as_ref()) else {
+        let Some(inv) = self.robot.mode.inventory() else {
             return Ok(false);
         };
         let what = format!("confirming that no Robot server is named {name:?} (node {})", node_name(node));
@@ -134,7 +133,7 @@ impl HcloudInstances {
 
     /// The metadata mapping (pure apart from `MisconfiguredInternalIP` events).
     pub(crate) fn robot_metadata_for(&self, node: &Node, server: &RobotServer) -> InstanceMetadata {
-        let forward = self.robot.as_ref().is_some_and(|r| r.forward_internal_ips);
+        let forward = self.robot.forward_internal_ips;
         let existing: Vec<NodeAddress> = node
             .status
             .as_ref()
@@ -168,7 +167,7 @@ impl HcloudInstances {
         name: &str,
         cloud_max_age: std::time::Duration,
     ) -> Result<Option<RobotServer>, CloudError> {
-        let Some(inv) = self.robot.as_ref().and_then(|r| r.inventory.as_ref()) else {
+        let Some(inv) = self.robot.mode.inventory() else {
             return Ok(None);
         };
         let what = format!("looking up Robot server named {name:?} for node {}", node_name(node));

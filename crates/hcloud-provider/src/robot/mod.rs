@@ -14,6 +14,8 @@
 //! ```
 
 pub mod config;
+#[cfg(test)]
+mod config_tests;
 pub(crate) mod instances;
 pub mod metadata;
 
