@@ -191,6 +191,21 @@ pub trait LoadBalancer: Send + Sync + 'static {
     fn node_label_keys(&self, _service: &Service) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether the controller may call the provider for one Service while another call for
+    /// that Service is still running (calls for different Services always may overlap).
+    ///
+    /// Upstream's service controller never overlaps a Service's own syncs (its workqueue hands
+    /// a key to one worker at a time), but its node sync calls `update_load_balancer` (and
+    /// `get_load_balancer` after a failed update) from its own goroutine, alongside whatever
+    /// `get_load_balancer`, `ensure_load_balancer` or `ensure_load_balancer_deleted` a
+    /// Service's sync is running; upstream providers must take that. Default `false`: this
+    /// controller holds a lock per Service around each Service sync and each node-sync update,
+    /// so no two calls for one Service overlap. `true`: the node sync goes on alongside a
+    /// Service's sync, as upstream's does.
+    fn calls_for_one_service_may_overlap(&self) -> bool {
+        false
+    }
 }
 
 /// Routes for pod CIDRs (upstream `Routes`).

@@ -36,10 +36,12 @@
 //!   patch a planner produced.
 //! - [`metrics`]: workqueue and reconcile metrics under client-go's names.
 //! - [`periodic`]: sliding-period loops (periodic sweeps, status refreshes).
+//! - [`keyed_lock`]: one async mutex per key, kept only while held or waited for.
 //! - [`ControllerIo`]: what a controller gets from its manager to talk to the API server.
 
 pub mod events;
 pub mod informer;
+pub mod keyed_lock;
 pub mod merge_patch;
 pub mod metrics;
 pub mod pass;
@@ -74,6 +76,7 @@ impl ControllerIo {
     }
 }
 pub use informer::{Change, Informer, Synced};
+pub use keyed_lock::{KeyedGuard, KeyedLock};
 pub use metrics::RuntimeMetrics;
 pub use pass::{PassConfig, PassTimer, PassTrigger, Passes};
 pub use worker::{KeyName, ReconcileError, Reconciled, Reconciler, WorkerConfig, Workers, key_of, panic_message};

@@ -424,3 +424,12 @@ async fn load_balancers_are_offered_unless_disabled_and_events_reach_the_sink() 
     assert_eq!(events.with_reason("UnsupportedProtocolConfigured").len(), 1, "{:?}", events.reasons());
     assert_eq!(fake.handle().snapshot().load_balancers.len(), 1);
 }
+
+/// A sync plans against the Load Balancer it read, so two calls for one Service at once would
+/// act on each other's half-sent plans: the service controller serialises them (this provider
+/// no longer keeps a lock of its own).
+#[tokio::test]
+async fn calls_for_one_service_must_not_overlap() {
+    let s = setup().await;
+    assert!(!s.lbs.calls_for_one_service_may_overlap());
+}

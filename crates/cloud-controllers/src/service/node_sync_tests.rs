@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cloud_provider::well_known::{
     LABEL_EXCLUDE_FROM_EXTERNAL_LB as EXCLUDE, TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED,
@@ -427,4 +428,108 @@ async fn test_slow_node_sync() {
     assert_eq!(names(&lb.update_calls), vec![vec!["node1", "node2"]], "unexpected update calls");
     assert_eq!(names(&lb.ensure_calls), vec![vec!["node1", "node2", "node3"]], "unexpected ensure calls");
     assert_eq!(key_of(&lb.ensure_calls[0].service), key, "the impacted service was ensured");
+}
+
+// ---------------------------------------------------------------------------------------------
+// One Service at a time
+
+/// The per-Service lock that keeps a node sync from calling the provider while the Service's
+/// own sync does is kept only while a sync holds or waits for it: nothing stays behind for a
+/// Service that was synced, node-synced or deleted.
+#[tokio::test]
+async fn no_lock_is_kept_for_a_service_after_its_syncs() {
+    let ns = test_namespace().await;
+    let mut c = TestController::new(Fake::default()).await;
+    c.nodes.set(None, &[named_node("node1")]);
+    let svc = c.create(&ns, &new_service("web", "LoadBalancer", vec![])).await;
+    let key = key_of(&svc);
+    c.cache_service(&svc);
+    c.syncer.sync_service(&key).await.expect("ensure");
+    assert_eq!(c.cloud.calls(), vec!["create"]);
+    assert_eq!(c.syncer.locked_keys(), 0, "after the Service's sync");
+
+    c.nodes.set(None, &[named_node("node1"), named_node("node2")]);
+    assert!(c.syncer.update_load_balancer_hosts(&some(std::slice::from_ref(&svc)), 1).await.is_empty());
+    assert_eq!(c.cloud.lb().update_calls.len(), 1);
+    assert_eq!(c.syncer.locked_keys(), 0, "after the node sync");
+
+    // Gone from the informer's cache: its load balancer is deleted.
+    c.services.apply_watcher_event(&kube::runtime::watcher::Event::Delete(svc.clone()));
+    c.syncer.sync_service(&key).await.expect("delete");
+    assert_eq!(c.cloud.calls(), vec!["create", "update", "delete"]);
+    assert!(c.syncer.cache.get(&key).is_none());
+    assert_eq!(c.syncer.locked_keys(), 0, "after the deleted Service's sync");
+}
+
+/// While a Service's sync is stuck in `EnsureLoadBalancer`, a node sync that changes that
+/// Service's hosts waits for it when the provider says calls for one Service must not overlap
+/// (the default), and updates the load balancer alongside it when they may (upstream's
+/// behaviour).
+#[tokio::test]
+async fn a_node_sync_waits_for_the_services_own_sync_unless_the_provider_takes_overlaps() {
+    for may_overlap in [false, true] {
+        let ns = test_namespace().await;
+        let log = Arc::new(std::sync::Mutex::new(Vec::<&str>::new()));
+        let (entered_tx, mut entered) = tokio::sync::mpsc::channel::<()>(1);
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let fake = Fake {
+            calls_for_one_service_may_overlap: may_overlap,
+            ensure_call_cb: Some(Box::new({
+                let (log, release) = (log.clone(), release.clone());
+                move |_| {
+                    let (log, release, entered) = (log.clone(), release.clone(), entered_tx.clone());
+                    Box::pin(async move {
+                        log.lock().expect("log").push("ensure starts");
+                        entered.send(()).await.expect("send");
+                        drop(release.acquire().await.expect("released"));
+                        log.lock().expect("log").push("ensure ends");
+                    })
+                }
+            })),
+            update_call_cb: Some(Box::new({
+                let log = log.clone();
+                move |_| {
+                    log.lock().expect("log").push("update");
+                    Box::pin(async {})
+                }
+            })),
+            ..Fake::default()
+        };
+        let mut c = TestController::new(fake).await;
+        c.nodes.set(None, &[named_node("node1")]);
+        let svc = c.create(&ns, &new_service("web", "LoadBalancer", vec![])).await;
+        let key = key_of(&svc);
+        c.cache_service(&svc);
+        let service_sync = tokio::spawn({
+            let (syncer, key) = (c.syncer.clone(), key.clone());
+            async move { syncer.sync_service(&key).await }
+        });
+        entered.recv().await.expect("the Service's sync reached EnsureLoadBalancer");
+        // node2 joins while the ensure (with node1) runs.
+        c.nodes.set(None, &[named_node("node1"), named_node("node2")]);
+        let mut node_sync = tokio::spawn({
+            let (syncer, svc) = (c.syncer.clone(), svc.clone());
+            async move { syncer.node_sync_service(&svc).await }
+        });
+        let retry = if may_overlap {
+            let alongside = tokio::time::timeout(Duration::from_secs(10), &mut node_sync).await;
+            let retry = alongside.expect("the node sync finished while the ensure ran").expect("joins");
+            release.add_permits(1);
+            retry
+        } else {
+            let waited = tokio::time::timeout(Duration::from_secs(1), &mut node_sync).await;
+            assert!(waited.is_err(), "the node sync waits for the Service's sync: {waited:?}");
+            release.add_permits(1);
+            node_sync.await.expect("joins")
+        };
+        service_sync.await.expect("joins").expect("service sync");
+        assert!(!retry, "no retry");
+        let expected = if may_overlap {
+            ["ensure starts", "update", "ensure ends"]
+        } else {
+            ["ensure starts", "ensure ends", "update"]
+        };
+        assert_eq!(*log.lock().expect("log"), expected, "may_overlap={may_overlap}");
+        assert_eq!(c.syncer.locked_keys(), 0, "may_overlap={may_overlap}");
+    }
 }

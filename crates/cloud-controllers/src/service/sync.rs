@@ -8,7 +8,9 @@ use sync_lock::Unpoison as _;
 
 use cloud_provider::{CloudError, LoadBalancer};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
-use controller_runtime::{EventRecorder, KeyName, ReconcileError, Reconciled, key_of, object_ref};
+use controller_runtime::{
+    EventRecorder, KeyName, KeyedGuard, KeyedLock, ReconcileError, Reconciled, key_of, object_ref,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 use kube::api::{Api, Patch, PatchParams};
@@ -105,9 +107,11 @@ pub struct ServiceSyncer<L: LoadBalancer> {
     last_synced_nodes: Mutex<HashMap<ObjectRef<Service>, Vec<Arc<Node>>>>,
     /// What the API server made of the last status patch of each Service.
     status_echo: Mutex<HashMap<ObjectRef<Service>, StatusEcho>>,
-    /// One lock per Service: a node sync never calls the provider for a load balancer while a
-    /// Service sync does (upstream's `lockedUpdateLoadBalancerHosts` names that intent).
-    locks: Mutex<HashMap<ObjectRef<Service>, Arc<tokio::sync::Mutex<()>>>>,
+    /// Held by a Service's sync and by the node sync's update of its load balancer, so the
+    /// provider never gets two calls for one Service at once unless it says it takes them
+    /// ([`LoadBalancer::calls_for_one_service_may_overlap`]; upstream's
+    /// `lockedUpdateLoadBalancerHosts` names that intent).
+    locks: KeyedLock<ObjectRef<Service>>,
     metrics: ServiceMetrics,
 }
 
@@ -149,7 +153,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             cache: ServiceCache::default(),
             last_synced_nodes: Mutex::default(),
             status_echo: Mutex::default(),
-            locks: Mutex::default(),
+            locks: KeyedLock::new(),
             metrics,
         }
     }
@@ -163,8 +167,13 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         self.class.as_deref()
     }
 
-    fn key_lock(&self, key: &ObjectRef<Service>) -> Arc<tokio::sync::Mutex<()>> {
-        self.locks.lock_unpoisoned().entry(key.clone()).or_default().clone()
+    /// Holds the Service's lock (see `locks`), unless the provider takes overlapping calls for
+    /// one Service: then nothing is held, as upstream holds nothing.
+    async fn exclusive(&self, key: &ObjectRef<Service>) -> Option<KeyedGuard<ObjectRef<Service>>> {
+        if self.balancer.calls_for_one_service_may_overlap() {
+            return None;
+        }
+        Some(self.locks.lock(key.clone()).await)
     }
 
     fn api(&self, service: &Service) -> Api<Service> {
@@ -178,8 +187,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
 
     /// Upstream `syncService`.
     pub async fn sync_service(&self, key: &ObjectRef<Service>) -> Result<Reconciled, SyncError> {
-        let guard = self.key_lock(key);
-        let _held = guard.lock().await;
+        let _held = self.exclusive(key).await;
         match self.services.get(key) {
             None => self.process_service_deletion(key).await,
             Some(service) => self.process_service_create_or_update(service, key).await,
@@ -203,9 +211,6 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         self.cache.delete(key);
         self.last_synced_nodes.lock_unpoisoned().remove(key);
         self.status_echo.lock_unpoisoned().remove(key);
-        // Drop the locks nobody holds (only the map refers to them; a later sync creates a
-        // new one), so the map does not grow with every Service ever seen.
-        self.locks.lock_unpoisoned().retain(|_, l| Arc::strong_count(l) > 1);
     }
 
     /// Upstream `processLoadBalancerDelete`, for a Service that is gone or was replaced.
@@ -451,8 +456,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             return false;
         }
         let key = key_of(service);
-        let guard = self.key_lock(&key);
-        let _held = guard.lock().await;
+        let _held = self.exclusive(&key).await;
         let new_nodes = match list_with_predicates(self.nodes.as_ref(), &STABLE_NODE_SET_PREDICATES) {
             Ok(nodes) => nodes,
             Err(e) => {
@@ -537,6 +541,12 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
             )
             .await;
         Err(err)
+    }
+
+    /// How many Services' keys the syncer keeps a lock for.
+    #[cfg(test)]
+    pub(crate) fn locked_keys(&self) -> usize {
+        self.locks.len()
     }
 
     /// Sets the nodes a Service's load balancer was last synced with (tests port upstream's

@@ -144,6 +144,8 @@ pub(crate) struct Fake {
     /// The node label keys the fake reads for every Service's backends (not upstream's:
     /// [`LoadBalancer::node_label_keys`]).
     pub node_label_keys: Vec<String>,
+    /// The answer of [`LoadBalancer::calls_for_one_service_may_overlap`] (not upstream's).
+    pub calls_for_one_service_may_overlap: bool,
     /// `ExistsByProviderID` (answer of `InstanceExists` and `InstanceExistsByProviderID`).
     pub exists_by_provider_id: bool,
     /// `ErrByProviderID` (error of the same two calls).
@@ -411,6 +413,10 @@ impl LoadBalancer for Fake {
 
     fn node_label_keys(&self, _service: &Service) -> Vec<String> {
         self.node_label_keys.clone()
+    }
+
+    fn calls_for_one_service_may_overlap(&self) -> bool {
+        self.calls_for_one_service_may_overlap
     }
 
     async fn ensure_load_balancer_deleted(&self, _cluster: &str, _service: &Service) -> Result<(), CloudError> {

@@ -52,10 +52,10 @@ pub struct HcloudLoadBalancers {
     catalog: Catalog,
     events: Arc<Mutex<Arc<dyn EventSink>>>,
     metrics: HcloudMetrics,
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Whether Robot Nodes become targets, and through which list.
     robot: RobotMode,
-    /// Unhealthy-target warnings.
+    /// Watches the targets of each synced Load Balancer and warns about those unhealthy for
+    /// longer than the Service allows.
     health: Arc<HealthWarnings>,
 }
 
@@ -130,7 +130,6 @@ impl HcloudLoadBalancers {
             catalog,
             events,
             metrics: HcloudMetrics::default(),
-            locks: Mutex::default(),
             robot: RobotMode::Off,
             health,
         }
@@ -154,37 +153,23 @@ impl HcloudLoadBalancers {
         *self.events.lock_unpoisoned() = sink;
     }
 
-    /// The shared Load Balancer inventory.
+    /// The cached list of the project's Load Balancers that every sync looks its own up in.
     pub fn inventory(&self) -> &Arc<LbInventory> {
         &self.inventory
     }
 
-    /// The unhealthy-target warnings.
+    /// Which Services' targets are watched for the unhealthy-target warning.
     pub fn health_warnings(&self) -> &Arc<HealthWarnings> {
         &self.health
     }
 
-    /// The action tracker.
+    /// The Load Balancer actions still running, which a sync waits for before it sends more.
     pub fn tracker(&self) -> &Arc<ActionTracker> {
         &self.tracker
     }
 
     fn publish(&self, e: ProviderEvent) {
         self.events.lock_unpoisoned().clone().publish(e);
-    }
-
-    /// Serializes work on one Service's Load Balancer (the service controller's Service and
-    /// Node syncs may overlap).
-    fn lock_for(&self, uid: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.locks.lock_unpoisoned().entry(uid.to_owned()).or_default().clone()
-    }
-
-    fn unlock(&self, uid: &str, lock: Arc<tokio::sync::Mutex<()>>) {
-        let mut locks = self.locks.lock_unpoisoned();
-        // Only the map and this caller hold it: nobody waits, so the entry can go.
-        if Arc::strong_count(&lock) == 2 {
-            locks.remove(uid);
-        }
     }
 
     async fn reconcile(
@@ -194,13 +179,7 @@ impl HcloudLoadBalancers {
         mode: Mode,
     ) -> Result<Option<LoadBalancerStatus>, CloudError> {
         let spec = LbSpec::from_service(svc, &self.defaults, self.network).map_err(invalid)?;
-        let lock = self.lock_for(&spec.uid);
-        let result = {
-            let _held = lock.lock().await;
-            self.reconcile_locked(svc, &spec, nodes, mode).await
-        };
-        self.unlock(&spec.uid, lock);
-        result
+        self.reconcile_spec(svc, &spec, nodes, mode).await
     }
 
     /// Robot server number → public IPv4, from the cached Robot list, if any Node is a Robot
@@ -228,7 +207,7 @@ impl HcloudLoadBalancers {
         Ok(Some(list.iter().map(|s| (s.server_number, s.server_ip)).collect()))
     }
 
-    async fn reconcile_locked(
+    async fn reconcile_spec(
         &self,
         svc: &Service,
         spec: &LbSpec,
@@ -548,13 +527,15 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         let uid = svc.metadata.uid.clone().unwrap_or_default();
         let service = service_name(svc);
         self.health.unwatch(&uid);
-        let lock = self.lock_for(&uid);
-        let result = {
-            let _held = lock.lock().await;
-            self.delete(svc, &uid, &service).await
-        };
-        self.unlock(&uid, lock);
-        result
+        self.delete(svc, &uid, &service).await
+    }
+
+    /// No: a sync reads the Load Balancer, plans against what it read and sends the plan, so
+    /// two syncs of one Service at once would act on each other's half-sent plans (an update
+    /// re-adding targets to a Load Balancer being deleted, both adding the same target, or
+    /// waiting out each other's actions as `locked`).
+    fn calls_for_one_service_may_overlap(&self) -> bool {
+        false
     }
 }
 
