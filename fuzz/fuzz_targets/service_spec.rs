@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hcloud_api::models::{CertificateId, NetworkId};
 use hcloud_provider::load_balancers::annotations::PREFIX;
+use hcloud_provider::env::EnvReader;
 use hcloud_provider::load_balancers::defaults;
 use hcloud_provider::load_balancers::services::desired_services;
 use hcloud_provider::load_balancers::spec::LbSpec;
@@ -97,8 +98,9 @@ fuzz_target!(|data: &[u8]| {
     let input = parse(text);
     let env = &input.env;
     let var = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
-    let mut errors = Vec::new();
-    let (_, lb_defaults, _) = defaults::from_env(&var, &mut errors);
+    let mut reader = EnvReader::new(&var);
+    let (_, lb_defaults, _) = defaults::from_env(&mut reader);
+    let errors = reader.finish().err().map(|e| e.0).unwrap_or_default();
     for e in &errors {
         assert!(env.keys().any(|k| e.contains(k.as_str())), "{e:?} names no variable that is set");
     }
