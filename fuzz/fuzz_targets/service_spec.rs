@@ -19,8 +19,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hcloud_api::models::{CertificateId, NetworkId};
-use hcloud_provider::load_balancers::annotations::PREFIX;
 use hcloud_provider::env::EnvReader;
+use hcloud_provider::load_balancers::annotations::PREFIX;
 use hcloud_provider::load_balancers::defaults;
 use hcloud_provider::load_balancers::services::desired_services;
 use hcloud_provider::load_balancers::spec::LbSpec;
