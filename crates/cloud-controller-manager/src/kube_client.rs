@@ -70,7 +70,7 @@ pub enum KubeClientError {
     /// `--kubeconfig` could not be read.
     #[error("--kubeconfig: cannot read {path:?}")]
     ReadKubeconfig {
-        /// The path.
+        /// The `--kubeconfig` file that could not be read.
         path: std::path::PathBuf,
         /// Why.
         #[source]
@@ -79,7 +79,7 @@ pub enum KubeClientError {
     /// `--kubeconfig` was read but is not usable.
     #[error("--kubeconfig: {path:?} is not usable")]
     UseKubeconfig {
-        /// The path.
+        /// The `--kubeconfig` file whose contents are not usable.
         path: std::path::PathBuf,
         /// Why.
         #[source]

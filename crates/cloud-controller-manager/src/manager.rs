@@ -51,7 +51,7 @@ const SERVING_CERT_NAME: &str = "cloud-controller-manager";
 pub struct Identity {
     /// The program (`<program> started`, User-Agent, `running_managed_controllers`).
     pub program: &'static str,
-    /// Its version.
+    /// The program's version, as `--version` and the startup log report it.
     pub version: &'static str,
     /// The field manager of every write to the API server.
     pub field_manager: &'static str,

@@ -57,7 +57,7 @@ pub enum Lookup {
 /// Every server the inventory knows, as of one list.
 #[derive(Debug, Clone)]
 pub struct AllServers {
-    /// The servers.
+    /// Every server of the project, as the list returned them.
     pub servers: Vec<Arc<Server>>,
     /// When the list was taken.
     pub as_of: Instant,

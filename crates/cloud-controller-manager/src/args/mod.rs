@@ -213,7 +213,8 @@ pub struct ManagerArgs {
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     pub verbosity: u8,
 
-    /// Log format.
+    /// How log lines are written: `plain` text for people, `json` (one object per line) for
+    /// log collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Plain)]
     pub log_format: LogFormat,
 }

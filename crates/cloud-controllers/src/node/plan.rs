@@ -36,7 +36,7 @@ pub struct InitPlan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("provided node ip for node {node:?} is not valid: {source}")]
 pub struct InvalidProvidedNodeIp {
-    /// The node.
+    /// Name of the Node whose provided-node-ip annotation is not valid.
     pub node: String,
     /// Why.
     #[source]

@@ -76,7 +76,7 @@ pub(crate) struct Balancer {
     pub load_balancer_ip: String,
     /// `Ports` (`spec.ports`).
     pub ports: Vec<ServicePort>,
-    /// `Hosts`.
+    /// `Hosts`: the Nodes the call was given as backends.
     pub hosts: Vec<Node>,
 }
 
@@ -84,9 +84,9 @@ pub(crate) struct Balancer {
 /// call.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct UpdateBalancerCall {
-    /// `Service`.
+    /// `Service`: the Service the call was made for, as the controller passed it.
     pub service: Service,
-    /// `Hosts`.
+    /// `Hosts`: the Nodes the call was given as backends.
     pub hosts: Vec<Node>,
 }
 
@@ -114,9 +114,9 @@ pub(crate) struct FakeBalancers {
     pub ip_mode: Option<IpMode>,
     /// `Balancers`, by name.
     pub balancers: BTreeMap<String, Balancer>,
-    /// `UpdateCalls`.
+    /// `UpdateCalls`: every `UpdateLoadBalancer` call, in order.
     pub update_calls: Vec<UpdateBalancerCall>,
-    /// `EnsureCalls`.
+    /// `EnsureCalls`: every `EnsureLoadBalancer` call, in order.
     pub ensure_calls: Vec<UpdateBalancerCall>,
 }
 
@@ -129,17 +129,17 @@ pub(crate) struct Fake {
     pub provider: String,
     /// `EnableInstancesV2`: `instances_v2()` is `Some` only when set.
     pub enable_instances_v2: bool,
-    /// `DisableInstances`.
+    /// `DisableInstances`: `instances()` is `None` when set.
     pub disable_instances: bool,
-    /// `DisableZones`.
+    /// `DisableZones`: `zones()` is `None` when set.
     pub disable_zones: bool,
-    /// `DisableLoadBalancers`.
+    /// `DisableLoadBalancers`: `load_balancer()` is `None` when set.
     pub disable_load_balancers: bool,
     /// The load balancer state (`Exists`, `Err`, `ExternalIP`, `Balancers`, the call logs).
     pub lb: Mutex<FakeBalancers>,
-    /// `EnsureCallCb`.
+    /// `EnsureCallCb`: awaited after each `EnsureLoadBalancer` call was recorded.
     pub ensure_call_cb: Option<CallCallback>,
-    /// `UpdateCallCb`.
+    /// `UpdateCallCb`: awaited after each `UpdateLoadBalancer` call was recorded.
     pub update_call_cb: Option<CallCallback>,
     /// The node label keys the fake reads for every Service's backends (not upstream's:
     /// [`LoadBalancer::node_label_keys`]).
@@ -152,11 +152,11 @@ pub(crate) struct Fake {
     pub err_by_provider_id: Option<FakeError>,
     /// `NodeShutdown` (answer of `InstanceShutdown` and `InstanceShutdownByProviderID`).
     pub node_shutdown: bool,
-    /// `ErrShutdownByProviderID`.
+    /// `ErrShutdownByProviderID` (error of `InstanceShutdown` and `InstanceShutdownByProviderID`).
     pub err_shutdown_by_provider_id: Option<FakeError>,
     /// `MetadataErr` (error of `InstanceMetadata`).
     pub metadata_err: Option<FakeError>,
-    /// `Addresses`.
+    /// `Addresses`: the answer of every address lookup (`NodeAddresses*`, V2 metadata).
     pub addresses: Vec<NodeAddress>,
     /// `Err` (error of the address and zone lookups).
     pub err: Option<FakeError>,
@@ -171,7 +171,7 @@ pub(crate) struct Fake {
     pub provider_id: BTreeMap<String, String>,
     /// The embedded `cloudprovider.Zone`.
     pub zone: Zone,
-    /// `AdditionalLabels`.
+    /// `AdditionalLabels`: extra labels V2 `InstanceMetadata` returns for every node.
     pub additional_labels: BTreeMap<String, String>,
     /// `OverrideInstanceMetadata`: when set, `InstanceMetadata` returns its answer (and, as
     /// upstream, records no call).

@@ -26,9 +26,10 @@ pub enum CertificateSpec {
     Uploaded(Vec<CertRef>),
     /// A managed certificate the provider creates (found again by the Service-UID label).
     Managed {
-        /// Its name.
+        /// The certificate's name in the project (`http-managed-certificate-name`, else
+        /// `ccm-managed-certificate-<Service UID>`).
         name: String,
-        /// Its domains.
+        /// The domains it is issued for (`http-managed-certificate-domains`).
         domains: Vec<String>,
         /// Issue it from the ACME staging CA.
         staging: bool,
@@ -44,7 +45,7 @@ pub struct HttpSpec {
     pub cookie_lifetime: Option<u32>,
     /// Redirect HTTP to HTTPS.
     pub redirect_http: Option<bool>,
-    /// Sticky sessions.
+    /// Whether a client sticks to one target via the cookie (`http-sticky-sessions`).
     pub sticky_sessions: Option<bool>,
     /// Idle timeout, seconds.
     pub timeout_idle: Option<u32>,
@@ -65,7 +66,8 @@ pub enum HealthProtocol {
 /// NodePort, as in the official CCM; `None` fields leave the API's value alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthSpec {
-    /// Protocol.
+    /// `tcp`, `http` or `https` (`health-check-protocol`; without it `tcp`, or the port's protocol
+    /// when other health check settings are given).
     pub protocol: HealthProtocol,
     /// Port (default: the NodePort of each port).
     pub port: Option<u16>,
@@ -73,7 +75,8 @@ pub struct HealthSpec {
     pub interval: Option<u32>,
     /// Timeout, seconds.
     pub timeout: Option<u32>,
-    /// Retries.
+    /// Failed checks in a row before a target counts as unhealthy (`health-check-retries`,
+    /// else `HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES`).
     pub retries: Option<u32>,
     /// Host header (http/https only).
     pub domain: Option<String>,

@@ -91,7 +91,7 @@ pub struct LbSpec {
     pub proxyprotocol: Option<bool>,
     /// HTTP options.
     pub http: HttpSpec,
-    /// Certificates.
+    /// The certificates HTTPS ports present (uploaded ones by id or name, or a managed one).
     pub certificates: CertificateSpec,
     /// Health check.
     pub health: HealthSpec,
