@@ -2,7 +2,10 @@
 //!
 //! A scenario touches every endpoint the fake implements. Every exchange is checked
 //! (`openapi_conformance/client.rs`):
-//! - the response body against the operation's response schema, **closed**: an object may
+//! - the response body against the operation's response schema, **closed** and **typed as the
+//!   API sends it**: every `integer` must be an integer literal (`40`, not `40.0`, which
+//!   JSON Schema accepts and hcloud-go refuses), and the `number` fields the API sends as
+//!   integers are checked as integers (`spec::INTEGER_NUMBER_FIELDS`); an object may
 //!   carry only the fields the description defines, plus the explicit, commented allow-list
 //!   of API changes newer than the file (`openapi_conformance/spec.rs`,
 //!   `apply_newer_changes`, from the hcloud-openapi README's list), so a field the fake
@@ -113,6 +116,13 @@ async fn negative_controls(c: &mut Client, server: u64, lb: u64) {
                 drop(b["server"]["server_type"]["locations"][0].as_object_mut().unwrap().remove("available"))
             }),
         ),
+        (
+            "server type disk as a float (hcloud-go: cannot unmarshal number 40.0 into an int)",
+            "/servers/{id}",
+            edit(&served, &|b| b["server"]["server_type"]["disk"] = json!(40.0)),
+        ),
+        ("cores as a float", "/servers/{id}", edit(&served, &|b| b["server"]["server_type"]["cores"] = json!(2.0))),
+        ("an id as a float", "/servers/{id}", edit(&served, &|b| b["server"]["id"] = json!(7.0))),
         (
             "extra health check field",
             "/load_balancers/{id}",

@@ -31,6 +31,9 @@
 //!   [`restore`](TcpProxy::restore) it, for partition tests.
 //!   [`ControlPlane::client_via`] and [`ControlPlane::kubeconfig_via`] reach the API server
 //!   through a proxy (TLS passes through; the serving certificate is valid for 127.0.0.1).
+//! - [`oracle`] finds Hetzner's official CCM and `hcloud` CLI (built by
+//!   `scripts/provision-oracles`) and starts the official CCM, always without its metadata
+//!   lookup.
 //!
 //! # Lifelines: no process survives the test binary
 //!
@@ -86,6 +89,7 @@ mod kubeconfig;
 mod lifeline;
 pub mod module_graph;
 mod node;
+pub mod oracle;
 mod process;
 mod provision;
 mod proxy;

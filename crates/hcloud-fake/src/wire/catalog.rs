@@ -66,8 +66,9 @@ pub struct ServerType {
     pub cores: u32,
     /// Memory in GB.
     pub memory: f64,
-    /// Disk size in GB.
-    pub disk: f64,
+    /// Disk size in GB. An integer on the wire, as the API sends it (the OpenAPI file only says
+    /// `number`; hcloud-go decodes it into an `int` and fails on `40.0`).
+    pub disk: u64,
     /// `shared` or `dedicated`.
     pub cpu_type: String,
     /// `local` or `network`.

@@ -64,6 +64,7 @@ impl Client {
             let v = jsonschema::options()
                 .with_draft(jsonschema::Draft::Draft202012)
                 .should_validate_formats(true)
+                .with_keyword(super::spec::INTEGER_LITERAL_KEYWORD, |_, _, _| Ok(Box::new(super::spec::IntegerLiteral)))
                 .build(&root)
                 .unwrap_or_else(|e| panic!("schema compiles: {e}"));
             self.validators.insert(key.clone(), v);

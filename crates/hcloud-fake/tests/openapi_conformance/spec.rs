@@ -91,8 +91,51 @@ pub fn defaulted(method: &str, template: &str, field: &str) -> bool {
     DEFAULTED_REQUIRED_FIELDS.iter().any(|(m, t, f)| *m == method && *t == template && *f == field)
 }
 
+/// Fields the description types as `number` that the API sends as integers, with the reason we
+/// know. Response validation treats them as `integer` written as an integer literal, so a fake
+/// that sends `40.0` fails as it fails hcloud-go (`cannot unmarshal number 40.0 into ... int`).
+pub const INTEGER_NUMBER_FIELDS: &[(&str, &str, &str)] = &[
+    ("server_type", "disk", "hcloud-go decodes server_type.disk into an int (schema.ServerType.Disk)"),
+    ("volume", "size", "hcloud-go decodes volume.size into an int (schema.Volume.Size)"),
+];
+
+/// The custom keyword every `integer` gets in [`convert`]: the value must be written as an
+/// integer literal (`40`, not `40.0`). JSON Schema alone counts `40.0` as an integer, but Go's
+/// `encoding/json` refuses to decode it into an `int`, so the real API never sends it.
+pub const INTEGER_LITERAL_KEYWORD: &str = "x-integer-literal";
+
+/// The [`INTEGER_LITERAL_KEYWORD`] check: a number must be an integer literal (serde_json keeps
+/// `40.0` as a float and `40` as an integer); anything else is the `type` keyword's business.
+pub struct IntegerLiteral;
+
+impl<'i> jsonschema::Keyword<'i> for IntegerLiteral {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if jsonschema::Keyword::is_valid(self, instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom(format!(
+                "{instance} is written as a float; the API sends this field as an integer literal"
+            )))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        !instance.is_f64()
+    }
+}
+
+/// Turns the [`INTEGER_NUMBER_FIELDS`] into `integer`s; every entry must match.
+fn apply_integer_facts(schemas: &mut Value) {
+    for (schema, field, why) in INTEGER_NUMBER_FIELDS {
+        let property = &mut schemas[*schema]["properties"][*field];
+        assert_eq!(property["type"], "number", "{schema}.{field} ({why}) is no longer a `number` in the description");
+        property["type"] = json!("integer");
+    }
+}
+
 /// OpenAPI 3.0 schema object -> JSON Schema 2020-12: `#/components/schemas/X` becomes
-/// `#/$defs/X`, `nullable: true` admits `null`, `format` is kept only for `date-time`,
+/// `#/$defs/X`, `nullable: true` admits `null`, an `integer` must be written as an integer
+/// ([`INTEGER_LITERAL_KEYWORD`]), `format` is kept only for `date-time`,
 /// OpenAPI-only keywords are dropped. With `closed`, every object schema with `properties`
 /// and no `additionalProperties` of its own gets `additionalProperties: false`, so a field
 /// the description does not define fails validation.
@@ -135,6 +178,9 @@ pub fn convert(schema: &Value, closed: bool) -> Value {
                 out.insert(k.clone(), v.clone());
             }
         }
+    }
+    if out.get("type") == Some(&json!("integer")) {
+        out.insert(INTEGER_LITERAL_KEYWORD.into(), Value::Bool(true));
     }
     if closed && out.contains_key("properties") && !out.contains_key("additionalProperties") {
         out.insert("additionalProperties".into(), Value::Bool(false));
@@ -313,6 +359,7 @@ impl Spec {
         });
         let mut doc: Value = serde_json::from_str(&text).expect("the description is JSON");
         let patches = apply_newer_changes(&mut doc["components"]["schemas"]);
+        apply_integer_facts(&mut doc["components"]["schemas"]);
         for (name, n) in &patches {
             assert!(
                 *n > 0,
