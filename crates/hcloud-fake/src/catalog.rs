@@ -260,7 +260,7 @@ fn lb_type(
     }
 }
 
-fn image(id: u64, name: &str, flavor: &str, version: &str, arch: Architecture) -> Image {
+fn image(id: u64, name: &str, flavor: &str, version: &str, arch: Architecture, deprecated: Option<&str>) -> Image {
     let mut description = flavor[..1].to_uppercase();
     description.push_str(&flavor[1..]);
     description.push(' ');
@@ -280,7 +280,7 @@ fn image(id: u64, name: &str, flavor: &str, version: &str, arch: Architecture) -
         os_version: Some(version.to_owned()),
         rapid_deploy: true,
         protection: Protection::default(),
-        deprecated: None,
+        deprecated: deprecated.map(str::to_owned),
         deleted: None,
         labels: Default::default(),
         architecture: arch,
@@ -305,17 +305,19 @@ fn build() -> Catalog {
     ];
     let mut images = Vec::new();
     let mut id = 900_001;
-    for (name, flavor, version) in [
-        ("ubuntu-24.04", "ubuntu", "24.04"),
-        ("ubuntu-22.04", "ubuntu", "22.04"),
-        ("debian-12", "debian", "12"),
-        ("debian-13", "debian", "13"),
-        ("rocky-9", "rocky", "9"),
-        ("alma-9", "alma", "9"),
-        ("fedora-42", "fedora", "42"),
+    // The last one is deprecated: `GET /images` leaves it out unless `include_deprecated`.
+    for (name, flavor, version, deprecated) in [
+        ("ubuntu-24.04", "ubuntu", "24.04", None),
+        ("ubuntu-22.04", "ubuntu", "22.04", None),
+        ("debian-12", "debian", "12", None),
+        ("debian-13", "debian", "13", None),
+        ("rocky-9", "rocky", "9", None),
+        ("alma-9", "alma", "9", None),
+        ("fedora-42", "fedora", "42", None),
+        ("ubuntu-20.04", "ubuntu", "20.04", Some("2025-06-01T00:00:00+00:00")),
     ] {
         for arch in [Architecture::X86, Architecture::Arm] {
-            images.push(image(id, name, flavor, version, arch));
+            images.push(image(id, name, flavor, version, arch, deprecated));
             id += 1;
         }
     }

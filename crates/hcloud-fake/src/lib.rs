@@ -66,6 +66,7 @@ pub mod query;
 pub mod rate_limit;
 pub mod robot;
 mod server;
+pub mod sort;
 mod state;
 mod time;
 pub mod wire;

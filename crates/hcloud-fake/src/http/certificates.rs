@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::CertificateFilter;
 use crate::wire::request::CreateCertificateRequest;
 
@@ -22,8 +23,12 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
     if let Some(bad) = types.iter().find(|t| !matches!(t.as_str(), "managed" | "uploaded")) {
         return Err(ApiError::invalid_input("type", format!("unknown certificate type '{bad}'")));
     }
-    let filter =
-        CertificateFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()?, types };
+    let filter = CertificateFilter {
+        name: q.get("name").map(str::to_owned),
+        label_selector: q.label_selector()?,
+        types,
+        sort: SortRequest::from_query(&q, ID_NAME_CREATED)?,
+    };
     let (certificates, meta) = h.with_state(|s| s.list_certificates(&filter, page));
     Ok(list_body("certificates", &certificates, &meta))
 }

@@ -9,6 +9,7 @@ pub(crate) mod conn;
 pub mod control;
 pub(crate) mod extract;
 mod fault_answer;
+mod images;
 mod load_balancers;
 mod networks;
 pub(crate) mod pipeline;
@@ -88,6 +89,8 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/datacenters/{id}", get(catalog::datacenters_gone))
         .route("/primary_ips", get(primary_ips::list).post(primary_ips::create))
         .route("/primary_ips/{id}", get(primary_ips::get).delete(primary_ips::delete))
+        .route("/images", get(images::list))
+        .route("/images/{id}", get(images::get))
         .route("/locations", get(catalog::list_locations))
         .route("/locations/{id}", get(catalog::get_location))
         .route("/server_types", get(catalog::list_server_types))

@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::SortRequest;
 use crate::state::PrimaryIpFilter;
 use crate::wire::request::CreatePrimaryIpRequest;
 
@@ -21,6 +22,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
         name: q.get("name").map(str::to_owned),
         label_selector: q.label_selector()?,
         ip: q.get("ip").map(str::to_owned),
+        sort: SortRequest::from_query(&q, &["id", "created"])?,
     };
     let (ips, meta) = h.with_state(|s| s.list_primary_ips(&filter, page));
     Ok(list_body("primary_ips", &ips, &meta))

@@ -4,12 +4,13 @@
 
 use super::effect::Effect;
 use super::records::{CertStatus, CertificateRecord};
-use super::store::{State, bump};
+use super::store::{State, bump, sort_records};
 use super::validate::{validate_labels, validate_name};
 use crate::control::{ResourceKind, ResourceRef, SeedCertificate};
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
+use crate::sort::SortRequest;
 use crate::time::{now_unix, rfc3339};
 use crate::wire::request::CreateCertificateRequest;
 use crate::wire::{ActionError, Certificate, CertificateStatus, Labels, Meta, Resource};
@@ -24,6 +25,8 @@ pub(crate) struct CertificateFilter {
     pub name: Option<String>,
     pub label_selector: Option<LabelSelector>,
     pub types: Vec<String>,
+    /// Requested order (`id`, `name`, `created`).
+    pub sort: SortRequest,
 }
 
 /// Reads an uploaded certificate or answers `invalid_input` naming `certificate`.
@@ -270,7 +273,7 @@ impl State {
 
     /// `GET /certificates`.
     pub fn list_certificates(&self, filter: &CertificateFilter, page: PageRequest) -> (Vec<Certificate>, Meta) {
-        let matching: Vec<&CertificateRecord> = self
+        let mut matching: Vec<&CertificateRecord> = self
             .certificates
             .values()
             .filter(|c| filter.name.as_ref().is_none_or(|n| &c.name == n))
@@ -283,6 +286,7 @@ impl State {
                         .any(|t| (t == "managed") == c.managed && matches!(t.as_str(), "managed" | "uploaded"))
             })
             .collect();
+        sort_records(&filter.sort, &mut matching, |c| (c.id, &c.name, c.created));
         let (slice, meta) = page.apply(&matching);
         (slice.iter().map(|c| self.render_certificate(c)).collect(), meta)
     }

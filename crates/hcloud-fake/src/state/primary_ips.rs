@@ -14,6 +14,7 @@ use crate::catalog::catalog;
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
+use crate::sort::{SortRequest, SortValue};
 use crate::time::{now_unix, rfc3339};
 use crate::wire::request::CreatePrimaryIpRequest;
 use crate::wire::{DnsPtr, Meta, PrimaryIp, Protection};
@@ -24,6 +25,8 @@ pub(crate) struct PrimaryIpFilter {
     pub name: Option<String>,
     pub label_selector: Option<LabelSelector>,
     pub ip: Option<String>,
+    /// Requested order (`id`, `created`).
+    pub sort: SortRequest,
 }
 
 fn server_ips(s: &ServerRecord) -> Vec<PrimaryIp> {
@@ -99,7 +102,7 @@ impl State {
     /// `GET /primary_ips`.
     pub fn list_primary_ips(&self, filter: &PrimaryIpFilter, page: PageRequest) -> (Vec<PrimaryIp>, Meta) {
         let wanted_ip = filter.ip.as_deref().and_then(|s| s.parse::<IpAddr>().ok());
-        let matching: Vec<PrimaryIp> = self
+        let mut matching: Vec<PrimaryIp> = self
             .all_primary_ips()
             .into_iter()
             .filter(|p| filter.name.as_ref().is_none_or(|n| &p.name == n))
@@ -109,6 +112,11 @@ impl State {
                     || wanted_ip.is_some_and(|w| p.ip.split('/').next().and_then(|a| a.parse().ok()) == Some(w))
             })
             .collect();
+        filter.sort.apply(&mut matching, |p, field| match field {
+            // RFC 3339 in one format and offset: text order is time order.
+            "created" => SortValue::Text(Some(&p.created)),
+            _ => SortValue::id(p.id),
+        });
         let (slice, meta) = page.apply(&matching);
         (slice.to_vec(), meta)
     }

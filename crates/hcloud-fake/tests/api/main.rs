@@ -4,6 +4,7 @@
 mod certificates;
 mod common;
 mod faults;
+mod images;
 mod load_balancers;
 mod networks;
 mod pipeline;

@@ -43,6 +43,15 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
         c.get("/load_balancer_types/{id}", &format!("/load_balancer_types/{id}")).await;
     }
     c.get("/load_balancer_types", "/load_balancer_types?name=lb-legacy").await;
+    let images = c.get("/images", "/images?type=system&include_deprecated=true&sort=name:asc&per_page=50").await;
+    for i in images["images"].as_array().unwrap().clone() {
+        let id = i["id"].as_u64().unwrap();
+        c.get("/images/{id}", &format!("/images/{id}")).await;
+    }
+    c.get("/images", "/images?name=ubuntu-24.04&architecture=arm&status=available&label_selector=!x").await;
+    c.get("/locations", "/locations?sort=name:desc").await;
+    c.expect_error(Method::GET, "/images", "/images?sort=size", None, 400, "invalid_input").await;
+    c.expect_error(Method::GET, "/images/{id}", "/images/1", None, 404, "not_found").await;
     // Removed since 2026-10-01.
     c.expect_error(Method::GET, "/datacenters", "/datacenters", None, 410, "deprecated_api_endpoint").await;
     c.expect_error(Method::GET, "/datacenters/{id}", "/datacenters/1", None, 410, "deprecated_api_endpoint").await;
