@@ -15,8 +15,11 @@ use hcloud_fake::{FakeConfig, FakeHandle, FakeServer, RateLimitConfig, TokenPoli
 const AFTER_HELP: &str = r#"API:
   http://ADDR/v1/...  Hetzner Cloud API subset, as the API is today (servers, networks,
   load_balancers, certificates, primary_ips, actions, locations, server_types,
-  load_balancer_types; /datacenters answers 410 Gone). Requires
-  "Authorization: Bearer <token>"; rate limited; one log line per request.
+  load_balancer_types, images (the system images: GET /images, /images/{id});
+  /datacenters answers 410 Gone). Lists take the API's filters, label_selector,
+  sort and page/per_page. Requires "Authorization: Bearer <token>"; rate limited;
+  one log line per request. Hetzner's hcloud CLI works against it
+  (hcloud config set endpoint http://ADDR/v1).
   http://ADDR/robot/...  Robot webservice subset (dedicated servers; use as
   ROBOT_ENDPOINT): GET /robot/server, /robot/server/{number}, /robot/reset/{number}.
   HTTP basic auth (--robot-user/--robot-password); answers wrapped like

@@ -5,6 +5,7 @@ mod certificates;
 mod common;
 mod faults;
 mod images;
+mod lists;
 mod load_balancers;
 mod networks;
 mod pipeline;

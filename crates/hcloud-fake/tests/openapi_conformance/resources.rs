@@ -245,6 +245,8 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     c.get("/networks/{id}/actions", &format!("/networks/{net}/actions")).await;
     c.get("/networks/actions/{id}", &format!("/networks/actions/{add_route}")).await;
 
+    names_labels_subnets_protection(c, h, net, other_net, server2).await;
+
     // ----- certificates -----
     let pem = include_str!("../fixtures/test-only-cert.pem");
     let (s, up) = c
@@ -293,4 +295,97 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     .await;
 
     Made { net, other_net, server, server2, private_only, gw, cert, create_action, add_route, issue }
+}
+
+/// What Hetzner's hcloud CLI manages besides the CCM's needs: names and labels (`PUT`),
+/// subnets, the network's range, protection, reboot/reset, sorted lists.
+async fn names_labels_subnets_protection(c: &mut Client, h: &FakeHandle, net: u64, other_net: u64, server2: u64) {
+    c.get("/servers", "/servers?sort=name:desc&sort=id").await;
+    c.get("/networks", "/networks?sort=created:desc").await;
+    let (s, _) = c
+        .call(Method::PUT, "/servers/{id}", &format!("/servers/{server2}"), Some(json!({"labels": {"tier": "db"}})))
+        .await;
+    assert_eq!(s, 200);
+    c.expect_error(
+        Method::PUT,
+        "/servers/{id}",
+        &format!("/servers/{server2}"),
+        Some(json!({"name": "node-1"})),
+        409,
+        "uniqueness_error",
+    )
+    .await;
+    for body in [json!({"delete": true, "rebuild": true}), json!({"delete": false, "rebuild": false})] {
+        c.act(
+            "/servers/{id}/actions/change_protection",
+            &format!("/servers/{server2}/actions/change_protection"),
+            body,
+        )
+        .await;
+    }
+    c.act("/servers/{id}/actions/reboot", &format!("/servers/{server2}/actions/reboot"), json!({})).await;
+    c.act("/servers/{id}/actions/reset", &format!("/servers/{server2}/actions/reset"), json!({})).await;
+
+    let (s, _) = c
+        .call(
+            Method::PUT,
+            "/networks/{id}",
+            &format!("/networks/{other_net}"),
+            Some(json!({"labels": {"kind": "other"}, "expose_routes_to_vswitch": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let subnet = |action: &str| format!("/networks/{other_net}/actions/{action}");
+    c.act(
+        "/networks/{id}/actions/add_subnet",
+        &subnet("add_subnet"),
+        json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "192.168.2.0/24"}),
+    )
+    .await;
+    c.act(
+        "/networks/{id}/actions/add_subnet",
+        &subnet("add_subnet"),
+        json!({"type": "cloud", "network_zone": "us-east"}),
+    )
+    .await;
+    c.get("/networks/{id}", &format!("/networks/{other_net}")).await;
+    c.act("/networks/{id}/actions/delete_subnet", &subnet("delete_subnet"), json!({"ip_range": "192.168.2.0/24"}))
+        .await;
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/add_subnet",
+        &subnet("add_subnet"),
+        Some(json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "10.0.0.0/24"})),
+        400,
+        "invalid_input",
+    )
+    .await;
+    // A subnet with servers in it cannot go (the API's `service_error`).
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/delete_subnet",
+        &format!("/networks/{net}/actions/delete_subnet"),
+        Some(json!({"ip_range": "10.0.0.0/24"})),
+        503,
+        "service_error",
+    )
+    .await;
+    let growing = h.seed_network(&SeedNetwork::new("growing", "172.16.0.0/16")).unwrap();
+    let action = |a: &str| format!("/networks/{growing}/actions/{a}");
+    c.act("/networks/{id}/actions/change_ip_range", &action("change_ip_range"), json!({"ip_range": "172.16.0.0/12"}))
+        .await;
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/change_ip_range",
+        &action("change_ip_range"),
+        Some(json!({"ip_range": "172.16.0.0/16"})),
+        400,
+        "invalid_input",
+    )
+    .await;
+    c.act("/networks/{id}/actions/change_protection", &action("change_protection"), json!({"delete": true})).await;
+    c.expect_error(Method::DELETE, "/networks/{id}", &format!("/networks/{growing}"), None, 403, "protected").await;
+    c.act("/networks/{id}/actions/change_protection", &action("change_protection"), json!({"delete": false})).await;
+    let (s, _) = c.call(Method::DELETE, "/networks/{id}", &format!("/networks/{growing}"), None).await;
+    assert_eq!(s, 204);
 }
