@@ -17,7 +17,14 @@ const AFTER_HELP: &str = r#"API:
   load_balancers, certificates, primary_ips, actions, locations, server_types,
   load_balancer_types, images (the system images: GET /images, /images/{id});
   /datacenters answers 410 Gone). Lists take the API's filters, label_selector,
-  sort and page/per_page. Requires "Authorization: Bearer <token>"; rate limited;
+  sort and page/per_page. PUT (name, labels) on servers, networks, load_balancers,
+  certificates and primary_ips. Actions: servers poweron/poweroff/shutdown/reboot/
+  reset/attach_to_network/detach_from_network/change_protection; networks
+  add_route/delete_route/add_subnet/delete_subnet/change_ip_range/change_protection;
+  load_balancers add_service/update_service/delete_service/add_target/
+  remove_target/attach_to_network/detach_from_network/change_type/
+  change_algorithm/enable_public_interface/disable_public_interface/
+  change_dns_ptr/change_protection. Requires "Authorization: Bearer <token>"; rate limited;
   one log line per request. Hetzner's hcloud CLI works against it
   (hcloud config set endpoint http://ADDR/v1).
   http://ADDR/robot/...  Robot webservice subset (dedicated servers; use as

@@ -13,7 +13,7 @@ use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::CertificateFilter;
-use crate::wire::request::CreateCertificateRequest;
+use crate::wire::request::{CreateCertificateRequest, UpdateRequest};
 
 /// `GET /certificates`.
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
@@ -53,6 +53,20 @@ pub(crate) async fn create(
         }))
     })?;
     Ok(json(StatusCode::CREATED, body))
+}
+
+/// `PUT /certificates/{id}`.
+pub(crate) async fn update(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateRequest>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let certificate = h.with_state(|s| -> Result<_, ApiError> {
+        s.update_certificate(id, &req)?;
+        Ok(s.certificate(id))
+    })?;
+    Ok(single_body(StatusCode::OK, "certificate", &certificate))
 }
 
 /// `DELETE /certificates/{id}`.

@@ -12,7 +12,7 @@ use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
 use crate::sort::SortRequest;
 use crate::time::{now_unix, rfc3339};
-use crate::wire::request::CreateCertificateRequest;
+use crate::wire::request::{CreateCertificateRequest, UpdateRequest};
 use crate::wire::{ActionError, Certificate, CertificateStatus, Labels, Meta, Resource};
 use crate::x509;
 
@@ -223,6 +223,30 @@ impl State {
             .filter(|lb| lb.services.iter().filter_map(|s| s.http.as_ref()).any(|h| h.certificates.contains(&id)))
             .map(|lb| lb.id)
             .collect()
+    }
+
+    /// `PUT /certificates/{id}`: name (unique) and labels (they replace).
+    pub fn update_certificate(&mut self, id: u64, req: &UpdateRequest) -> Result<(), ApiError> {
+        self.certificate_record(id)?;
+        self.ensure_unlocked(ResourceKind::Certificate, id)?;
+        if let Some(name) = &req.name {
+            validate_name(name)?;
+            if self.certificates.values().any(|c| &c.name == name && c.id != id) {
+                return Err(ApiError::uniqueness("name"));
+            }
+        }
+        if let Some(labels) = &req.labels {
+            validate_labels(labels)?;
+        }
+        if let Some(c) = self.certificates.get_mut(&id) {
+            if let Some(name) = &req.name {
+                c.name.clone_from(name);
+            }
+            if let Some(labels) = &req.labels {
+                c.labels.clone_from(labels);
+            }
+        }
+        Ok(())
     }
 
     /// `DELETE /certificates/{id}`: refused with `resource_in_use` while a service uses it.

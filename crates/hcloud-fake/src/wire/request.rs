@@ -419,6 +419,20 @@ pub struct CreatePrimaryIpRequest {
     pub labels: Option<Labels>,
 }
 
+/// `PUT /primary_ips/{id}` body (`PrimaryIPUpdateRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdatePrimaryIpRequest {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New labels (replace all labels).
+    #[serde(default)]
+    pub labels: Option<Labels>,
+    /// Delete it with the server it is assigned to.
+    #[serde(default)]
+    pub auto_delete: Option<bool>,
+}
+
 /// `create_certificate_request` schema.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

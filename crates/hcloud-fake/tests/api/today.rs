@@ -76,6 +76,51 @@ async fn primary_ips_and_released_addresses() {
     assert_eq!(fx.h.server(again).unwrap().public_net.ipv4.unwrap().ip, ipv4.ip);
 }
 
+/// `hcloud primary-ip add-label/update` answered `method not allowed`: no `PUT /primary_ips/{id}`.
+/// A server's Primary IPs can be renamed and labelled too, and keep that while assigned.
+#[tokio::test]
+async fn put_changes_name_labels_and_auto_delete_of_primary_ips() {
+    let fx = Fx::instant().await;
+    let server = fx.h.seed_server(&SeedServer::new("s")).unwrap();
+    let ipv4 = fx.h.server(server).unwrap().public_net.ipv4.unwrap().id;
+    let ipv6 = fx.h.server(server).unwrap().public_net.ipv6.unwrap().id;
+    let r = fx.get(&format!("/primary_ips/{ipv4}")).await;
+    assert_eq!(r.body["primary_ip"]["name"], format!("primary_ip-{ipv4}"));
+    assert_eq!(r.body["primary_ip"]["auto_delete"], true);
+
+    let r = fx
+        .put(&format!("/primary_ips/{ipv4}"), json!({"name": "web-v4", "labels": {"a": "b"}, "auto_delete": false}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = &r.body["primary_ip"];
+    assert_eq!(
+        (p["name"].as_str(), p["labels"].clone(), p["auto_delete"].as_bool()),
+        (Some("web-v4"), json!({"a": "b"}), Some(false))
+    );
+    assert_eq!(p["assignee_id"], server);
+    let r = fx.get("/primary_ips?label_selector=a%3Db").await;
+    assert_eq!(r.body["primary_ips"].as_array().unwrap().len(), 1);
+    let r = fx.put(&format!("/primary_ips/{ipv6}"), json!({"name": "web-v6"})).await;
+    assert_eq!(
+        (r.body["primary_ip"]["name"].as_str(), r.body["primary_ip"]["type"].as_str()),
+        (Some("web-v6"), Some("ipv6"))
+    );
+
+    let spare =
+        fx.post("/primary_ips", json!({"name": "spare", "type": "ipv6", "location": "fsn1"})).await.id("primary_ip");
+    let r = fx.put(&format!("/primary_ips/{spare}"), json!({"labels": {"use": "later"}, "auto_delete": true})).await;
+    assert_eq!(
+        (r.body["primary_ip"]["labels"].clone(), r.body["primary_ip"]["auto_delete"].as_bool()),
+        (json!({"use": "later"}), Some(true))
+    );
+    assert_eq!(r.body["primary_ip"]["name"], "spare");
+
+    let r = fx.put(&format!("/primary_ips/{spare}"), json!({"name": "web-v4"})).await;
+    assert_eq!((r.status, r.code()), (409, "uniqueness_error"));
+    assert_eq!(fx.put(&format!("/primary_ips/{spare}"), json!({"labels": {"!": "x"}})).await.code(), "invalid_input");
+    assert_eq!(fx.put("/primary_ips/1", json!({})).await.status, 404);
+}
+
 #[tokio::test]
 async fn actions_progress_over_time_and_are_pruned() {
     let fx = Fx::new(FakeConfig::default().with_action_delay(Duration::from_millis(600))).await;

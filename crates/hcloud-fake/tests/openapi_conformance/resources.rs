@@ -176,6 +176,14 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     assert_eq!(s, 201, "{spare}");
     let spare = spare["primary_ip"]["id"].as_u64().unwrap();
     c.get("/primary_ips", "/primary_ips?label_selector=spare").await;
+    for (id, body) in [
+        (spare, json!({"name": "spare-2", "labels": {"spare": "yes", "team": "x"}, "auto_delete": true})),
+        (ipv4.id, json!({"labels": {"role": "web"}})),
+    ] {
+        let (s, _) = c.call(Method::PUT, "/primary_ips/{id}", &format!("/primary_ips/{id}"), Some(body)).await;
+        assert_eq!(s, 200);
+    }
+    c.get("/primary_ips", "/primary_ips?sort=created:desc&sort=id").await;
     c.expect_error(
         Method::DELETE,
         "/primary_ips/{id}",
@@ -278,6 +286,24 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     c.get("/certificates", "/certificates").await;
     c.get("/certificates", "/certificates?type=managed&label_selector=!kind").await;
     c.get("/certificates", "/certificates?name=uploaded").await;
+    let (s, _) = c
+        .call(
+            Method::PUT,
+            "/certificates/{id}",
+            &format!("/certificates/{cert}"),
+            Some(json!({"labels": {"kind": "up"}})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    c.expect_error(
+        Method::PUT,
+        "/certificates/{id}",
+        &format!("/certificates/{cert}"),
+        Some(json!({"name": "managed"})),
+        409,
+        "uniqueness_error",
+    )
+    .await;
     c.get("/certificates/{id}", &format!("/certificates/{cert}")).await;
     c.get("/certificates/{id}", &format!("/certificates/{managed_id}")).await;
     c.get("/certificates/{id}/actions/{action_id}", &format!("/certificates/{managed_id}/actions/{issue}")).await;

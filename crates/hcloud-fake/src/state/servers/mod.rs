@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv6Net;
 
 use super::effect::Effect;
-use super::records::{Member, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord};
+use super::records::{Member, PrimaryIpMeta, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord};
 use super::store::{State, bump};
 use super::validate::{parse_ipv4, validate_labels};
 use crate::catalog::catalog;
@@ -146,7 +146,8 @@ impl State {
                 }
                 None => self.public_ips.allocate_v4()?,
             };
-            Some(PublicV4 { id: self.next_primary_ip_id(), ip, dns_ptr: dns_ptr_v4(ip) })
+            let id = self.next_primary_ip_id();
+            Some(PublicV4 { id, ip, dns_ptr: dns_ptr_v4(ip), meta: PrimaryIpMeta::of_server(id) })
         } else {
             None
         };
@@ -158,7 +159,8 @@ impl State {
                 }
                 None => self.public_ips.allocate_v6()?,
             };
-            Some(PublicV6 { id: self.next_primary_ip_id(), net })
+            let id = self.next_primary_ip_id();
+            Some(PublicV6 { id, net, meta: PrimaryIpMeta::of_server(id) })
         } else {
             None
         };
