@@ -15,6 +15,8 @@
 mod harness;
 #[path = "hcloud_cli/load_balancers.rs"]
 mod load_balancers;
+#[path = "hcloud_cli/managing.rs"]
+mod managing;
 #[path = "hcloud_cli/resources.rs"]
 mod resources;
 
@@ -24,6 +26,7 @@ use hcloud_fake::{FakeConfig, FakeServer};
 
 use harness::{Cli, MIN_ASSERTIONS, MIN_STEPS};
 use load_balancers::{load_balancers, primary_ips_and_cleanup};
+use managing::{images, manage_certificates, manage_networks, manage_primary_ips, manage_servers};
 use resources::{catalog, certificates, context, networks, servers};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,10 +43,15 @@ async fn hetzners_cli_works_against_the_fake() {
 
     context(&mut cli, &endpoint).await;
     catalog(&mut cli).await;
+    images(&mut cli).await;
     servers(&mut cli).await;
+    manage_servers(&mut cli).await;
     networks(&mut cli).await;
+    manage_networks(&mut cli).await;
     certificates(&mut cli).await;
+    manage_certificates(&mut cli).await;
     load_balancers(&mut cli).await;
+    manage_primary_ips(&mut cli).await;
     primary_ips_and_cleanup(&mut cli).await;
 
     let unknown = fake.handle().request_counts();
@@ -54,7 +62,24 @@ async fn hetzners_cli_works_against_the_fake() {
         cli.failures.len(),
         unknown.total
     );
+    // Every error the fake answered must be one a step asked for: a request the CLI got an
+    // error for and got over (an endpoint the fake lacks, say) would pass unnoticed otherwise.
+    let errors: Vec<String> = fake
+        .handle()
+        .request_log()
+        .iter()
+        .filter(|r| r.status >= 400)
+        .map(|r| format!("{} {} -> {} {}", r.method, r.path, r.status, r.error_code.as_deref().unwrap_or("")))
+        .collect();
+    println!("error answers: {}", errors.len());
     fake.shutdown().await;
+    assert!(
+        errors.len() <= cli.expected_failures,
+        "the fake answered {} errors, but only {} steps expected a failure:\n  {}",
+        errors.len(),
+        cli.expected_failures,
+        errors.join("\n  ")
+    );
     assert!(cli.failures.is_empty(), "{} steps failed:\n  {}", cli.failures.len(), cli.failures.join("\n  "));
     assert!(cli.steps >= MIN_STEPS, "only {} steps ran (minimum {MIN_STEPS})", cli.steps);
     assert!(cli.assertions >= MIN_ASSERTIONS, "only {} assertions (minimum {MIN_ASSERTIONS})", cli.assertions);

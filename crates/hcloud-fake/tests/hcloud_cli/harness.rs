@@ -35,6 +35,8 @@ pub struct Cli {
     pub assertions: usize,
     pub failures: Vec<String>,
     pub steps: usize,
+    /// Steps that expected the CLI to fail ([`Cli::fails`]).
+    pub expected_failures: usize,
 }
 
 /// A failed check inside a step.
@@ -44,7 +46,16 @@ impl Cli {
     pub fn new(binary: PathBuf) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("cli.toml");
-        Self { binary, config, _dir: dir, current: String::new(), assertions: 0, failures: Vec::new(), steps: 0 }
+        Self {
+            binary,
+            config,
+            _dir: dir,
+            current: String::new(),
+            assertions: 0,
+            failures: Vec::new(),
+            steps: 0,
+            expected_failures: 0,
+        }
     }
 
     /// Runs `hcloud --config <ours> <args>` with only the environment we give it (no
@@ -97,6 +108,7 @@ impl Cli {
     pub async fn fails(&mut self, args: &[&str], check: impl FnOnce(&Output, &mut Asserts) -> Check) {
         let out = self.run(args).await;
         self.steps += 1;
+        self.expected_failures += 1;
         let mut asserts = Asserts::default();
         let result = if out.ok {
             Err(format!("expected a failure, it succeeded: {}", out.stdout))

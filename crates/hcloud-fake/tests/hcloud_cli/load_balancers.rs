@@ -177,6 +177,18 @@ pub async fn load_balancers(cli: &mut Cli) {
         a.eq("targets after remove", doc["targets"].as_array().map(Vec::len), Some(2))
     })
     .await;
+    cli.step(&["load-balancer", "add-label", "lb-1", "tier=edge"], |_, _| Ok(())).await;
+    cli.step(&["load-balancer", "update", "lb-1", "--name", "lb-one"], |_, _| Ok(())).await;
+    cli.json(&["load-balancer", "describe", "lb-one"], |doc, a| {
+        a.eq("renamed", s(&doc["name"]), "lb-one")?;
+        a.eq("new label", s(&doc["labels"]["tier"]), "edge")?;
+        a.eq("old label", s(&doc["labels"]["env"]), "test")
+    })
+    .await;
+    cli.step(&["load-balancer", "update", "lb-one", "--name", "lb-1"], |_, _| Ok(())).await;
+    cli.step(&["load-balancer", "enable-protection", "lb-1", "delete"], |_, _| Ok(())).await;
+    cli.fails(&["load-balancer", "delete", "lb-1"], |o, a| a.contains("error", &o.stderr, "protected")).await;
+    cli.step(&["load-balancer", "disable-protection", "lb-1", "delete"], |_, _| Ok(())).await;
     cli.step(&["load-balancer", "detach-from-network", "lb-1", "--network", "k8s"], |_, _| Ok(())).await;
     cli.step(&["load-balancer", "delete", "lb-1"], |o, a| a.contains("delete output", &o.stdout, "deleted")).await;
     cli.step(&["certificate", "delete", "uploaded"], |o, a| a.contains("delete output", &o.stdout, "deleted")).await;
