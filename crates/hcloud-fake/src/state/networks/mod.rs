@@ -1,17 +1,15 @@
-//! Networks: create/update/delete, rendering and listing; [`routes`], [`subnets`] (with
-//! the IP range and protection) and [`private_ips`] (allocation of servers' and load
-//! balancers' IPs) hold the rest. While a change is being performed on a network (any
-//! running action that involves it), its actions answer `409 conflict`, the spec's word; a
-//! network locked by a test answers `423 locked`.
+//! Networks: create/update/delete, rendering and listing; [`routes`], [`subnets`] (with the IP
+//! range and protection) and [`private_ips`] (allocation of servers' and load balancers' IPs)
+//! hold the rest, [`ranges`] the address helpers they share. While a change is being performed
+//! on a network (any running action that involves it), its actions answer `409 conflict`, the
+//! spec's word; a network locked by a test answers `423 locked`.
 
 mod private_ips;
+mod ranges;
 mod routes;
 mod subnets;
 
-use std::net::Ipv4Addr;
-
-use ipnet::Ipv4Net;
-
+use self::ranges::{gateway_of, rfc1918};
 use super::records::{Member, NetworkRecord, SubnetRecord};
 use super::store::{State, bump, sort_records};
 use super::validate::{parse_ipv4_net, validate_labels, validate_name};
@@ -31,22 +29,6 @@ pub(crate) struct NetworkFilter {
     pub label_selector: Option<LabelSelector>,
     /// Requested order (`id`, `name`, `created`).
     pub sort: SortRequest,
-}
-
-fn rfc1918(net: &Ipv4Net) -> bool {
-    ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
-        .iter()
-        .filter_map(|s| s.parse::<Ipv4Net>().ok())
-        .any(|r| r.contains(net))
-}
-
-/// The gateway of a network: the first host of its range.
-pub(crate) fn gateway_of(range: &Ipv4Net) -> Ipv4Addr {
-    Ipv4Addr::from(u32::from(range.network()).saturating_add(1))
-}
-
-fn overlaps(a: &Ipv4Net, b: &Ipv4Net) -> bool {
-    a.contains(b) || b.contains(a)
 }
 
 impl State {

@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::gateway_of;
+use super::ranges::gateway_of;
 use crate::error::ApiError;
 use crate::state::records::NetworkRecord;
 use crate::state::store::State;

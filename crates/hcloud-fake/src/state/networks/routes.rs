@@ -14,7 +14,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{gateway_of, overlaps, rfc1918};
+use super::ranges::{gateway_of, overlaps, rfc1918};
 use crate::control::ResourceRef;
 use crate::error::ApiError;
 use crate::state::effect::Effect;

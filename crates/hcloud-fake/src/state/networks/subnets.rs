@@ -16,7 +16,7 @@
 
 use ipnet::Ipv4Net;
 
-use super::{overlaps, rfc1918};
+use super::ranges::{overlaps, rfc1918};
 use crate::catalog::NETWORK_ZONES;
 use crate::control::ResourceRef;
 use crate::error::ApiError;
