@@ -4,10 +4,10 @@
 //! It serves the subset hcloud-ccm uses — servers, networks (routes), load balancers
 //! (services, targets, networks), certificates, primary IPs, actions, locations, server types
 //! and load balancer types — and what Hetzner's `hcloud` CLI needs around it to manage them
-//! (system images, subnets, labels and names by `PUT`, protection, power actions; the CLI runs
-//! against the fake in `tests/hcloud_cli.rs`) — as the API is today: the JSON shapes of the
-//! OpenAPI description
-//! ([`wire`], independent of the project's client crate) plus the changes the API made since
+//! (system images, prices, subnets, names and labels by `PUT`, protection, power actions,
+//! reverse DNS; the CLI runs against the fake in `tests/hcloud_cli.rs`) — as the API is today:
+//! the JSON shapes of the OpenAPI description ([`wire`], independent of the project's client
+//! crate) plus the changes the API made since
 //! (server type `locations[].available`/`recommended`, `timeout_idle`, primary IP
 //! `assignee_type`, no `datacenter`, `/datacenters` answering `410`, load balancer deletion
 //! answering an action), its error envelope and status codes ([`error`]), pagination, sorting,

@@ -60,11 +60,6 @@ impl SortRequest {
             .map(Self)
     }
 
-    /// Whether no order was requested.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Sorts `items` (stable); `value` gives an item's value of a field from the allowed list.
     pub fn apply<T>(&self, items: &mut [T], value: impl for<'a> Fn(&'a T, &str) -> SortValue<'a>) {
         if self.0.is_empty() {

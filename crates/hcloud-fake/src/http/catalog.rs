@@ -1,5 +1,5 @@
-//! Catalogue handlers: `/v1/locations`, `/v1/server_types`, `/v1/load_balancer_types` (images:
-//! `images.rs`).
+//! Catalogue handlers: `/v1/locations`, `/v1/server_types`, `/v1/load_balancer_types`,
+//! `/v1/pricing` (images: `images.rs`).
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -48,6 +48,11 @@ pub(crate) async fn datacenters_gone() -> ApiError {
         "announcement": "https://docs.hetzner.cloud/changelog#2026-06-02-datacenters-deprecated"
     });
     e
+}
+
+/// `GET /pricing`.
+pub(crate) async fn pricing() -> Response {
+    single_body(StatusCode::OK, "pricing", &catalog().pricing)
 }
 
 /// `GET /locations`.

@@ -91,6 +91,7 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/primary_ips/{id}", get(primary_ips::get).put(primary_ips::update).delete(primary_ips::delete))
         .route("/images", get(images::list))
         .route("/images/{id}", get(images::get))
+        .route("/pricing", get(catalog::pricing))
         .route("/locations", get(catalog::list_locations))
         .route("/locations/{id}", get(catalog::get_location))
         .route("/server_types", get(catalog::list_server_types))

@@ -15,8 +15,8 @@ use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::ServerFilter;
 use crate::wire::ServerStatus;
 use crate::wire::request::{
-    AttachServerToNetworkRequest, ChangeServerProtectionRequest, CreateServerRequest, DetachFromNetworkRequest,
-    UpdateRequest,
+    AttachServerToNetworkRequest, ChangeDnsPtrRequest, ChangeServerProtectionRequest, CreateServerRequest,
+    DetachFromNetworkRequest, UpdateRequest,
 };
 
 /// `GET /servers`.
@@ -103,6 +103,7 @@ pub(crate) async fn action(
             "shutdown" => s.server_power(id, "shutdown_server", Some(ServerStatus::Off))?,
             "reset" => s.server_power(id, "reset_server", Some(ServerStatus::Running))?,
             "reboot" => s.server_power(id, "reboot_server", None)?,
+            "change_dns_ptr" => s.change_server_dns_ptr(id, &parse_body::<ChangeDnsPtrRequest>(&body)?)?,
             "change_protection" => {
                 s.change_server_protection(id, &parse_body::<ChangeServerProtectionRequest>(&body)?)?
             }

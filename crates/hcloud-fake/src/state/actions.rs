@@ -194,6 +194,7 @@ impl State {
                     n.protection.delete = delete;
                 }
             }
+            Effect::ServerDnsPtr { server, ip, dns_ptr } => self.set_server_dns_ptr(server, ip, dns_ptr),
             Effect::ServerProtection { server, delete, rebuild } => {
                 if let Some(s) = self.servers.get_mut(&server) {
                     s.protection = ServerProtection { delete, rebuild };

@@ -1,6 +1,6 @@
 //! Actions as recorded: the effect an action applies when it finishes, and the served shape.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
 use ipnet::Ipv4Net;
@@ -33,6 +33,8 @@ pub(crate) enum Effect {
     NetworkIpRange { network: u64, ip_range: Ipv4Net },
     /// Change a network's delete protection.
     NetworkProtection { network: u64, delete: bool },
+    /// Change (`None`: reset) a reverse DNS entry of a server's public IP.
+    ServerDnsPtr { server: u64, ip: IpAddr, dns_ptr: Option<String> },
     /// Change a server's delete and rebuild protection.
     ServerProtection { server: u64, delete: bool, rebuild: bool },
     /// Add a service.

@@ -9,6 +9,7 @@
 use std::net::IpAddr;
 
 use super::records::{PrimaryIpAddr, PrimaryIpMeta, PrimaryIpRecord, ServerRecord};
+use super::servers::v6_dns_ptrs;
 use super::store::{State, bump};
 use super::validate::{validate_labels, validate_name};
 use crate::catalog::catalog;
@@ -52,7 +53,7 @@ fn server_ips(s: &ServerRecord) -> Vec<PrimaryIp> {
         out.push(base(v4.id, &v4.meta, v4.ip.to_string(), "ipv4", dns));
     }
     if let Some(v6) = &s.ipv6 {
-        out.push(base(v6.id, &v6.meta, v6.net.to_string(), "ipv6", Vec::new()));
+        out.push(base(v6.id, &v6.meta, v6.net.to_string(), "ipv6", v6_dns_ptrs(v6)));
     }
     out
 }

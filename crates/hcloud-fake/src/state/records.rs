@@ -42,6 +42,8 @@ pub(crate) struct PublicV6 {
     pub id: u64,
     pub net: Ipv6Net,
     pub meta: PrimaryIpMeta,
+    /// Reverse DNS entries of addresses in the network (none by default).
+    pub dns_ptrs: BTreeMap<Ipv6Addr, String>,
 }
 
 /// A server's private interface.

@@ -335,3 +335,47 @@ async fn protection_reboot_and_reset_are_actions() {
     assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("reset_server")));
     assert_eq!(fx.get(&format!("/servers/{id}")).await.body["server"]["status"], "running");
 }
+
+/// `hcloud server set-rdns` answered "server action 'change_dns_ptr' is not supported".
+#[tokio::test]
+async fn reverse_dns_of_a_servers_ips_is_set_and_reset() {
+    let fx = Fx::instant().await;
+    let id = fx.h.seed_server(&SeedServer::new("web-1")).unwrap();
+    let server = fx.get(&format!("/servers/{id}")).await.body["server"].clone();
+    let v4 = server["public_net"]["ipv4"]["ip"].as_str().unwrap().to_owned();
+    let default_ptr = server["public_net"]["ipv4"]["dns_ptr"].clone();
+    assert_eq!(server["public_net"]["ipv6"]["dns_ptr"], json!([]));
+    let v6 = server["public_net"]["ipv6"]["ip"].as_str().unwrap().replace("::/64", "::1");
+    let path = format!("/servers/{id}/actions/change_dns_ptr");
+
+    let r = fx.post(&path, json!({"ip": v4, "dns_ptr": "web-1.example.com"})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("change_dns_ptr")), "{}", r.body);
+    let r = fx.post(&path, json!({"ip": v6, "dns_ptr": "web-1.example.com"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let s = fx.get(&format!("/servers/{id}")).await.body["server"]["public_net"].clone();
+    assert_eq!(s["ipv4"]["dns_ptr"], "web-1.example.com");
+    assert_eq!(s["ipv6"]["dns_ptr"], json!([{"ip": v6, "dns_ptr": "web-1.example.com"}]));
+    // The Primary IPs show the same entries.
+    let ips = fx.get("/primary_ips").await.body["primary_ips"].clone();
+    let v4_ip = ips.as_array().unwrap().iter().find(|p| p["type"] == "ipv4").unwrap();
+    assert_eq!(v4_ip["dns_ptr"], json!([{"ip": v4, "dns_ptr": "web-1.example.com"}]));
+    let v6_ip = ips.as_array().unwrap().iter().find(|p| p["type"] == "ipv6").unwrap();
+    assert_eq!(v6_ip["dns_ptr"], json!([{"ip": v6, "dns_ptr": "web-1.example.com"}]));
+
+    // `null` resets: the IPv4 to its default, the IPv6 entry goes.
+    fx.post(&path, json!({"ip": v4, "dns_ptr": null})).await;
+    fx.post(&path, json!({"ip": v6, "dns_ptr": null})).await;
+    let s = fx.get(&format!("/servers/{id}")).await.body["server"]["public_net"].clone();
+    assert_eq!((s["ipv4"]["dns_ptr"].clone(), s["ipv6"]["dns_ptr"].clone()), (default_ptr, json!([])));
+
+    for body in [
+        json!({"ip": "203.0.113.1", "dns_ptr": "x.example.com"}),
+        json!({"ip": "2001:db8:ffff::1", "dns_ptr": "x.example.com"}),
+        json!({"ip": "nonsense", "dns_ptr": "x.example.com"}),
+        json!({"ip": v4, "dns_ptr": ""}),
+        json!({"ip": v4}),
+    ] {
+        let r = fx.post(&path, body.clone()).await;
+        assert_eq!((r.status, r.code()), (400, "invalid_input"), "{body}: {}", r.body);
+    }
+}

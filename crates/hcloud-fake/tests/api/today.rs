@@ -36,6 +36,32 @@ async fn catalogue_and_removed_endpoints() {
     assert!(lb11.as_object().unwrap().contains_key("deprecation"));
 }
 
+/// The hcloud CLI's plain `server-type describe` and `load-balancer-type describe` failed with
+/// "failed to get prices": they read `GET /pricing`, which the fake did not serve.
+#[tokio::test]
+async fn pricing_has_the_prices_of_every_type() {
+    let fx = Fx::instant().await;
+    let r = fx.get("/pricing").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = &r.body["pricing"];
+    assert_eq!((p["currency"].as_str(), p["vat_rate"].as_str()), (Some("EUR"), Some("19.00")));
+    let types = fx.get("/server_types?per_page=50").await.body["server_types"].clone();
+    assert_eq!(p["server_types"].as_array().unwrap().len(), types.as_array().unwrap().len());
+    for t in types.as_array().unwrap() {
+        let priced = p["server_types"].as_array().unwrap().iter().find(|x| x["id"] == t["id"]).unwrap();
+        assert_eq!((&priced["name"], &priced["prices"]), (&t["name"], &t["prices"]), "{}", t["name"]);
+    }
+    let lb11 = fx.get("/load_balancer_types?name=lb11").await.body["load_balancer_types"][0].clone();
+    let priced = p["load_balancer_types"].as_array().unwrap().iter().find(|x| x["name"] == "lb11").unwrap();
+    assert_eq!((&priced["id"], &priced["prices"]), (&lb11["id"], &lb11["prices"]));
+    let ipv4 = p["primary_ips"].as_array().unwrap().iter().find(|x| x["type"] == "ipv4").unwrap();
+    assert_eq!(ipv4["prices"].as_array().unwrap().len(), 6, "every location");
+    assert!(ipv4["prices"][0]["price_monthly"]["gross"].is_string());
+    for key in ["image", "volume"] {
+        assert!(p[key]["price_per_gb_month"]["net"].is_string(), "{key}");
+    }
+}
+
 #[tokio::test]
 async fn primary_ips_and_released_addresses() {
     let fx = Fx::instant().await;

@@ -50,6 +50,7 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     }
     c.get("/images", "/images?name=ubuntu-24.04&architecture=arm&status=available&label_selector=!x").await;
     c.get("/locations", "/locations?sort=name:desc").await;
+    c.get("/pricing", "/pricing").await;
     c.expect_error(Method::GET, "/images", "/images?sort=size", None, 400, "invalid_input").await;
     c.expect_error(Method::GET, "/images/{id}", "/images/1", None, 404, "not_found").await;
     // Removed since 2026-10-01.
@@ -350,6 +351,20 @@ async fn names_labels_subnets_protection(c: &mut Client, h: &FakeHandle, net: u6
         .await;
     }
     c.act("/servers/{id}/actions/reboot", &format!("/servers/{server2}/actions/reboot"), json!({})).await;
+    let v4 = h.server(server2).unwrap().public_net.ipv4.unwrap().ip;
+    let rdns = format!("/servers/{server2}/actions/change_dns_ptr");
+    for ptr in [json!("node-2.example.com"), json!(null)] {
+        c.act("/servers/{id}/actions/change_dns_ptr", &rdns, json!({"ip": v4, "dns_ptr": ptr})).await;
+    }
+    c.expect_error(
+        Method::POST,
+        "/servers/{id}/actions/change_dns_ptr",
+        &rdns,
+        Some(json!({"ip": "203.0.113.1", "dns_ptr": "x.example.com"})),
+        400,
+        "invalid_input",
+    )
+    .await;
     c.act("/servers/{id}/actions/reset", &format!("/servers/{server2}/actions/reset"), json!({})).await;
 
     let (s, _) = c

@@ -3,8 +3,11 @@
 //! [`render`]: the served shape and listing.
 
 mod networks;
+mod rdns;
 mod render;
 
+use rdns::dns_ptr_v4;
+pub(crate) use rdns::v6_dns_ptrs;
 pub(crate) use render::ServerFilter;
 
 use std::net::Ipv4Addr;
@@ -51,11 +54,6 @@ fn validate_hostname(name: &str) -> Result<(), ApiError> {
                 && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         });
     if ok { Ok(()) } else { Err(ApiError::invalid_input("name", format!("'{name}' is not a valid hostname"))) }
-}
-
-fn dns_ptr_v4(ip: Ipv4Addr) -> String {
-    let o = ip.octets();
-    format!("static.{}.{}.{}.{}.clients.your-server.de", o[3], o[2], o[1], o[0])
 }
 
 fn root_password(id: u64) -> String {
@@ -160,7 +158,7 @@ impl State {
                 None => self.public_ips.allocate_v6()?,
             };
             let id = self.next_primary_ip_id();
-            Some(PublicV6 { id, net, meta: PrimaryIpMeta::of_server(id) })
+            Some(PublicV6 { id, net, meta: PrimaryIpMeta::of_server(id), dns_ptrs: Default::default() })
         } else {
             None
         };

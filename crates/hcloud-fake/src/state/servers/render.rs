@@ -1,5 +1,6 @@
 //! Servers as served: rendering and listing.
 
+use super::rdns::v6_dns_ptrs;
 use crate::catalog::catalog;
 use crate::control::ResourceKind;
 use crate::label_selector::LabelSelector;
@@ -55,7 +56,7 @@ impl State {
                     id: v.id,
                     ip: v.net.to_string(),
                     blocked: false,
-                    dns_ptr: Some(Vec::new()),
+                    dns_ptr: Some(v6_dns_ptrs(v)),
                 }),
                 floating_ips: Vec::new(),
                 firewalls: Vec::new(),
