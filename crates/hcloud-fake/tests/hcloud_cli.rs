@@ -26,7 +26,7 @@ use hcloud_fake::{FakeConfig, FakeServer};
 
 use harness::{Cli, MIN_ASSERTIONS, MIN_STEPS};
 use load_balancers::{load_balancers, primary_ips_and_cleanup};
-use managing::{images, manage_certificates, manage_networks, manage_primary_ips, manage_servers};
+use managing::{images, manage_certificates, manage_networks, manage_primary_ips, manage_servers, prices};
 use resources::{catalog, certificates, context, networks, servers};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -44,6 +44,7 @@ async fn hetzners_cli_works_against_the_fake() {
     context(&mut cli, &endpoint).await;
     catalog(&mut cli).await;
     images(&mut cli).await;
+    prices(&mut cli).await;
     servers(&mut cli).await;
     manage_servers(&mut cli).await;
     networks(&mut cli).await;

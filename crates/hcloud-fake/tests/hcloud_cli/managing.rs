@@ -34,6 +34,21 @@ pub async fn images(cli: &mut Cli) {
     .await;
 }
 
+/// The plain descriptions of the types read `GET /pricing` for the prices per location.
+pub async fn prices(cli: &mut Cli) {
+    cli.step(&["server-type", "describe", "cx23"], |o, a| {
+        a.contains("description", &o.stdout, "Pricing:")?;
+        a.contains("description", &o.stdout, "Location:              hel1")?;
+        a.contains("description", &o.stdout, "Included Traffic:    20 TiB")
+    })
+    .await;
+    cli.step(&["load-balancer-type", "describe", "lb11"], |o, a| {
+        a.contains("description", &o.stdout, "Location:            sin")?;
+        a.that("no error", o.stderr.trim().is_empty())
+    })
+    .await;
+}
+
 pub async fn manage_servers(cli: &mut Cli) {
     cli.step(&["server", "update", "db-1", "--name", "db-01"], |o, a| {
         a.contains("update output", &o.stdout, "updated")
@@ -62,6 +77,18 @@ pub async fn manage_servers(cli: &mut Cli) {
     cli.step(&["server", "disable-protection", "db-1", "delete", "rebuild"], |_, _| Ok(())).await;
     cli.json(&["server", "describe", "db-1"], |doc, a| {
         a.eq("delete protection", doc["protection"]["delete"].as_bool(), Some(false))
+    })
+    .await;
+    cli.step(&["server", "set-rdns", "web-2", "--hostname", "web-2.example.com"], |o, a| {
+        a.contains("output", &o.stdout, "Reverse DNS of Server web-2 changed")
+    })
+    .await;
+    cli.json(&["server", "describe", "web-2"], |doc, a| {
+        a.eq("IPv4 reverse DNS", s(&doc["public_net"]["ipv4"]["dns_ptr"]), "web-2.example.com")
+    })
+    .await;
+    cli.fails(&["server", "set-rdns", "web-2", "--ip", "198.51.100.7", "--hostname", "x.example.com"], |o, a| {
+        a.contains("error", &o.stderr, "invalid_input")
     })
     .await;
     cli.step(&["server", "reboot", "web-2"], |o, a| a.contains("reboot output", &o.stdout, "rebooted")).await;
