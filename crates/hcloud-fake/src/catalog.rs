@@ -1,4 +1,5 @@
-//! The fixed catalogue: locations, server types, load balancer types and system images.
+//! The fixed catalogue: locations, server types, load balancer types, system images and the
+//! pricing.
 //!
 //! Ids come from their own ranges so that an id of one kind used as another is caught:
 //! locations 1–6 (the real ids), server types use the real-ish ids (22–120),
@@ -9,8 +10,9 @@ use std::sync::LazyLock;
 use crate::time::{now_unix, rfc3339};
 use crate::wire::request::IdOrName;
 use crate::wire::{
-    Architecture, DeprecationInfo, Image, LoadBalancerType, Location, Price, PricePerTime, Protection, ServerType,
-    ServerTypeLocation,
+    Architecture, DeprecationInfo, FloatingIpTypePricing, Image, LoadBalancerType, Location, LocationMonthlyPrice,
+    LocationPrice, MonthlyPrice, Price, PricePerGbMonth, PricePerTime, Pricing, PrimaryIpTypePricing, Protection,
+    ServerBackupPricing, ServerType, ServerTypeLocation, TypePricing,
 };
 
 /// One TB in bytes.
@@ -27,6 +29,8 @@ pub(crate) struct Catalog {
     pub load_balancer_types: Vec<LoadBalancerType>,
     /// System images, sorted by id.
     pub images: Vec<Image>,
+    /// `GET /pricing`: the types' prices above and made-up ones for the rest.
+    pub pricing: Pricing,
 }
 
 static CATALOG: LazyLock<Catalog> = LazyLock::new(build);
@@ -260,7 +264,7 @@ fn lb_type(
     }
 }
 
-fn image(id: u64, name: &str, flavor: &str, version: &str, arch: Architecture) -> Image {
+fn image(id: u64, name: &str, flavor: &str, version: &str, arch: Architecture, deprecated: Option<&str>) -> Image {
     let mut description = flavor[..1].to_uppercase();
     description.push_str(&flavor[1..]);
     description.push(' ');
@@ -280,7 +284,7 @@ fn image(id: u64, name: &str, flavor: &str, version: &str, arch: Architecture) -
         os_version: Some(version.to_owned()),
         rapid_deploy: true,
         protection: Protection::default(),
-        deprecated: None,
+        deprecated: deprecated.map(str::to_owned),
         deleted: None,
         labels: Default::default(),
         architecture: arch,
@@ -296,7 +300,7 @@ fn build() -> Catalog {
         location(5, "hil", "Hillsboro, OR", "US", "Hillsboro, OR", 45.54222, -122.951924, "us-west"),
         location(6, "sin", "Singapore", "SG", "Singapore", 1.283333, 103.833333, "ap-southeast"),
     ];
-    let server_types = SERVER_TYPES.iter().map(|s| server_type(s, &locations)).collect();
+    let server_types: Vec<ServerType> = SERVER_TYPES.iter().map(|s| server_type(s, &locations)).collect();
     let load_balancer_types = vec![
         lb_type(201, "lb11", 25, 5, 10_000, 10, 5.39, 20, false),
         lb_type(202, "lb21", 75, 15, 20_000, 25, 16.40, 25, false),
@@ -305,21 +309,64 @@ fn build() -> Catalog {
     ];
     let mut images = Vec::new();
     let mut id = 900_001;
-    for (name, flavor, version) in [
-        ("ubuntu-24.04", "ubuntu", "24.04"),
-        ("ubuntu-22.04", "ubuntu", "22.04"),
-        ("debian-12", "debian", "12"),
-        ("debian-13", "debian", "13"),
-        ("rocky-9", "rocky", "9"),
-        ("alma-9", "alma", "9"),
-        ("fedora-42", "fedora", "42"),
+    // The last one is deprecated: `GET /images` leaves it out unless `include_deprecated`.
+    for (name, flavor, version, deprecated) in [
+        ("ubuntu-24.04", "ubuntu", "24.04", None),
+        ("ubuntu-22.04", "ubuntu", "22.04", None),
+        ("debian-12", "debian", "12", None),
+        ("debian-13", "debian", "13", None),
+        ("rocky-9", "rocky", "9", None),
+        ("alma-9", "alma", "9", None),
+        ("fedora-42", "fedora", "42", None),
+        ("ubuntu-20.04", "ubuntu", "20.04", Some("2025-06-01T00:00:00+00:00")),
     ] {
         for arch in [Architecture::X86, Architecture::Arm] {
-            images.push(image(id, name, flavor, version, arch));
+            images.push(image(id, name, flavor, version, arch, deprecated));
             id += 1;
         }
     }
-    Catalog { locations, server_types, load_balancer_types, images }
+    let pricing = pricing(&server_types, &load_balancer_types);
+    Catalog { locations, server_types, load_balancer_types, images, pricing }
+}
+
+/// The pricing: the types' own prices; IPs, images, backups and volumes at fixed prices.
+fn pricing(server_types: &[ServerType], load_balancer_types: &[LoadBalancerType]) -> Pricing {
+    let per_location = |net: f64| {
+        ALL.iter()
+            .map(|l| LocationPrice {
+                location: (*l).to_owned(),
+                price_hourly: price((net / 730.0 * 10_000.0).round() / 10_000.0),
+                price_monthly: price(net),
+            })
+            .collect::<Vec<_>>()
+    };
+    let floating = |net: f64| {
+        ALL.iter().map(|l| LocationMonthlyPrice { location: (*l).to_owned(), price_monthly: price(net) }).collect()
+    };
+    Pricing {
+        currency: "EUR".to_owned(),
+        vat_rate: "19.00".to_owned(),
+        image: PricePerGbMonth { price_per_gb_month: price(0.011) },
+        floating_ip: MonthlyPrice { price_monthly: price(3.0) },
+        floating_ips: vec![
+            FloatingIpTypePricing { kind: "ipv4".to_owned(), prices: floating(3.0) },
+            FloatingIpTypePricing { kind: "ipv6".to_owned(), prices: floating(3.0) },
+        ],
+        primary_ips: vec![
+            PrimaryIpTypePricing { kind: "ipv4".to_owned(), prices: per_location(0.5) },
+            PrimaryIpTypePricing { kind: "ipv6".to_owned(), prices: per_location(0.0) },
+        ],
+        server_backup: ServerBackupPricing { percentage: "20.00".to_owned() },
+        server_types: server_types
+            .iter()
+            .map(|t| TypePricing { id: t.id, name: t.name.clone(), prices: t.prices.clone() })
+            .collect(),
+        load_balancer_types: load_balancer_types
+            .iter()
+            .map(|t| TypePricing { id: t.id, name: t.name.clone(), prices: t.prices.clone() })
+            .collect(),
+        volume: PricePerGbMonth { price_per_gb_month: price(0.044) },
+    }
 }
 
 #[cfg(test)]

@@ -427,7 +427,7 @@ mod tests {
         let id = h.seed_server(&SeedServer::new("a")).unwrap_or_else(|e| panic!("{e}"));
         assert!(h.server(id).is_some());
         h.set_action_delay(Duration::from_secs(3600));
-        let action = h.with_state(|s| s.server_power(id, "stop_server", ServerStatus::Off));
+        let action = h.with_state(|s| s.server_power(id, "stop_server", Some(ServerStatus::Off)));
         let action = action.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(h.action(action).map(|a| a.status), Some(crate::wire::ActionStatus::Running));
         h.finish_all_actions();

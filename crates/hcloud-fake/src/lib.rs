@@ -3,12 +3,15 @@
 //!
 //! It serves the subset hcloud-ccm uses — servers, networks (routes), load balancers
 //! (services, targets, networks), certificates, primary IPs, actions, locations, server types
-//! and load balancer types — as the API is today: the JSON shapes of the OpenAPI description
-//! ([`wire`], independent of the project's client crate) plus the changes the API made since
+//! and load balancer types — and what Hetzner's `hcloud` CLI needs around it to manage them
+//! (system images, prices, subnets, names and labels by `PUT`, protection, power actions,
+//! reverse DNS; the CLI runs against the fake in `tests/hcloud_cli.rs`) — as the API is today:
+//! the JSON shapes of the OpenAPI description ([`wire`], independent of the project's client
+//! crate) plus the changes the API made since
 //! (server type `locations[].available`/`recommended`, `timeout_idle`, primary IP
 //! `assignee_type`, no `datacenter`, `/datacenters` answering `410`, load balancer deletion
-//! answering an action), its error envelope and status codes ([`error`]), pagination, label
-//! selectors, rate limiting, actions that progress over a configurable delay and are pruned
+//! answering an action), its error envelope and status codes ([`error`]), pagination, sorting,
+//! label selectors, rate limiting, actions that progress over a configurable delay and are pruned
 //! later, `locked` resources and `conflict` on busy networks. A test-control surface ([`control`],
 //! [`FakeHandle`], HTTP under `/_fake`) seeds state, injects faults and reads counters.
 //!
@@ -29,7 +32,7 @@
 //!    code), a proxy's `text/html` 5xx page, or a TCP reset before the answer or in the
 //!    middle of its body; with `apply` the handler runs first, so the change takes effect
 //!    while the answer is lost.
-//! 5. **Handler**: parses the body/query ([`query`], [`pagination`], [`label_selector`]),
+//! 5. **Handler**: parses the body/query ([`query`], [`pagination`], [`sort`], [`label_selector`]),
 //!    then validates and mutates the state under one lock and renders wire types.
 //! 6. **Counters and log**: `RateLimit-*` and `X-Correlation-Id` headers are added, the
 //!    request is counted per endpoint template and logged ([`control::RequestRecord`], with
@@ -66,6 +69,7 @@ pub mod query;
 pub mod rate_limit;
 pub mod robot;
 mod server;
+pub mod sort;
 mod state;
 mod time;
 pub mod wire;

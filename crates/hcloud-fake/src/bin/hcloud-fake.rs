@@ -13,10 +13,23 @@ use hcloud_fake::control::Seed;
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer, RateLimitConfig, TokenPolicy};
 
 const AFTER_HELP: &str = r#"API:
-  http://ADDR/v1/...  Hetzner Cloud API subset, as the API is today (servers, networks,
-  load_balancers, certificates, primary_ips, actions, locations, server_types,
-  load_balancer_types; /datacenters answers 410 Gone). Requires
-  "Authorization: Bearer <token>"; rate limited; one log line per request.
+  http://ADDR/v1/...  Hetzner Cloud API subset, as the API is today (servers,
+  networks, load_balancers, certificates, primary_ips, actions, locations,
+  server_types, load_balancer_types, images (the system images), pricing;
+  /datacenters answers 410 Gone). Lists take the API's filters, label_selector,
+  sort and page/per_page. PUT (name, labels) on servers, networks,
+  load_balancers, certificates and primary_ips. Actions:
+    servers: poweron, poweroff, shutdown, reboot, reset, attach_to_network,
+      detach_from_network, change_protection, change_dns_ptr
+    networks: add_route, delete_route, add_subnet, delete_subnet,
+      change_ip_range, change_protection
+    load_balancers: add_service, update_service, delete_service, add_target,
+      remove_target, attach_to_network, detach_from_network, change_type,
+      change_algorithm, enable_public_interface, disable_public_interface,
+      change_dns_ptr, change_protection
+  Requires "Authorization: Bearer <token>"; rate limited; one log line per
+  request. Hetzner's hcloud CLI works against it (hcloud config set endpoint
+  http://ADDR/v1).
   http://ADDR/robot/...  Robot webservice subset (dedicated servers; use as
   ROBOT_ENDPOINT): GET /robot/server, /robot/server/{number}, /robot/reset/{number}.
   HTTP basic auth (--robot-user/--robot-password); answers wrapped like

@@ -1,4 +1,5 @@
-//! Catalogue handlers: `/v1/locations`, `/v1/server_types`, `/v1/load_balancer_types`.
+//! Catalogue handlers: `/v1/locations`, `/v1/server_types`, `/v1/load_balancer_types`,
+//! `/v1/pricing` (images: `images.rs`).
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -11,17 +12,26 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::{SortRequest, SortValue};
 
+/// A catalogue list filtered by `name` and paged; `sort` is read when the endpoint takes it
+/// (`sortable`: by `id` and `name`; the type lists take no `sort`).
 fn list_of<T: Serialize>(
     key: &str,
     items: &[T],
-    name_of: impl Fn(&T) -> &str,
+    id_and_name: impl Fn(&T) -> (u64, &str),
+    sortable: bool,
     raw: Option<&str>,
 ) -> Result<Response, ApiError> {
     let q = QueryParams::parse(raw);
     let page = PageRequest::from_query(&q)?;
+    let sort = if sortable { SortRequest::from_query(&q, &["id", "name"])? } else { SortRequest::default() };
     let name = q.get("name");
-    let matching: Vec<&T> = items.iter().filter(|i| name.is_none_or(|n| name_of(i) == n)).collect();
+    let mut matching: Vec<&T> = items.iter().filter(|i| name.is_none_or(|n| id_and_name(i).1 == n)).collect();
+    sort.apply(&mut matching, |i, field| {
+        let (id, name) = id_and_name(i);
+        if field == "name" { SortValue::Text(Some(name)) } else { SortValue::id(id) }
+    });
     let (slice, meta) = page.apply(&matching);
     Ok(list_body(key, slice, &meta))
 }
@@ -40,9 +50,14 @@ pub(crate) async fn datacenters_gone() -> ApiError {
     e
 }
 
+/// `GET /pricing`.
+pub(crate) async fn pricing() -> Response {
+    single_body(StatusCode::OK, "pricing", &catalog().pricing)
+}
+
 /// `GET /locations`.
 pub(crate) async fn list_locations(State(_): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
-    list_of("locations", &catalog().locations, |l| &l.name, q.as_deref())
+    list_of("locations", &catalog().locations, |l| (l.id, &l.name), true, q.as_deref())
 }
 
 /// `GET /locations/{id}`.
@@ -57,7 +72,7 @@ pub(crate) async fn list_server_types(
     State(_): State<FakeHandle>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    list_of("server_types", &catalog().server_types, |t| &t.name, q.as_deref())
+    list_of("server_types", &catalog().server_types, |t| (t.id, &t.name), false, q.as_deref())
 }
 
 /// `GET /server_types/{id}`.
@@ -72,7 +87,7 @@ pub(crate) async fn list_load_balancer_types(
     State(_): State<FakeHandle>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    list_of("load_balancer_types", &catalog().load_balancer_types, |t| &t.name, q.as_deref())
+    list_of("load_balancer_types", &catalog().load_balancer_types, |t| (t.id, &t.name), false, q.as_deref())
 }
 
 /// `GET /load_balancer_types/{id}`.

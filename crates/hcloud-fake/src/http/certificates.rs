@@ -11,8 +11,9 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::CertificateFilter;
-use crate::wire::request::CreateCertificateRequest;
+use crate::wire::request::{CreateCertificateRequest, UpdateRequest};
 
 /// `GET /certificates`.
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
@@ -22,8 +23,12 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
     if let Some(bad) = types.iter().find(|t| !matches!(t.as_str(), "managed" | "uploaded")) {
         return Err(ApiError::invalid_input("type", format!("unknown certificate type '{bad}'")));
     }
-    let filter =
-        CertificateFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()?, types };
+    let filter = CertificateFilter {
+        name: q.get("name").map(str::to_owned),
+        label_selector: q.label_selector()?,
+        types,
+        sort: SortRequest::from_query(&q, ID_NAME_CREATED)?,
+    };
     let (certificates, meta) = h.with_state(|s| s.list_certificates(&filter, page));
     Ok(list_body("certificates", &certificates, &meta))
 }
@@ -48,6 +53,20 @@ pub(crate) async fn create(
         }))
     })?;
     Ok(json(StatusCode::CREATED, body))
+}
+
+/// `PUT /certificates/{id}`.
+pub(crate) async fn update(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateRequest>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let certificate = h.with_state(|s| -> Result<_, ApiError> {
+        s.update_certificate(id, &req)?;
+        Ok(s.certificate(id))
+    })?;
+    Ok(single_body(StatusCode::OK, "certificate", &certificate))
 }
 
 /// `DELETE /certificates/{id}`.

@@ -11,6 +11,7 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::LoadBalancerFilter;
 use crate::wire::request::{
     AlgorithmRequest, AttachLoadBalancerToNetworkRequest, ChangeDnsPtrRequest, ChangeLoadBalancerTypeRequest,
@@ -22,7 +23,11 @@ use crate::wire::request::{
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
-    let filter = LoadBalancerFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()? };
+    let filter = LoadBalancerFilter {
+        name: q.get("name").map(str::to_owned),
+        label_selector: q.label_selector()?,
+        sort: SortRequest::from_query(&q, ID_NAME_CREATED)?,
+    };
     let (lbs, meta) = h.with_state(|s| s.list_load_balancers(&filter, page));
     Ok(list_body("load_balancers", &lbs, &meta))
 }

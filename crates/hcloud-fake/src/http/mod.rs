@@ -9,6 +9,7 @@ pub(crate) mod conn;
 pub mod control;
 pub(crate) mod extract;
 mod fault_answer;
+mod images;
 mod load_balancers;
 mod networks;
 pub(crate) mod pipeline;
@@ -63,12 +64,12 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/actions/{id}", get(actions::get))
         .route("/servers", get(servers::list).post(servers::create))
         .route("/servers/actions/{id}", kind_action_routes!(ResourceKind::Server))
-        .route("/servers/{id}", get(servers::get).delete(servers::delete))
+        .route("/servers/{id}", get(servers::get).put(servers::update).delete(servers::delete))
         .route("/servers/{id}/actions", resource_actions_route!(ResourceKind::Server))
         .route("/servers/{id}/actions/{command}", get(servers::get_action).post(servers::action))
         .route("/networks", get(networks::list).post(networks::create))
         .route("/networks/actions/{id}", kind_action_routes!(ResourceKind::Network))
-        .route("/networks/{id}", get(networks::get).delete(networks::delete))
+        .route("/networks/{id}", get(networks::get).put(networks::update).delete(networks::delete))
         .route("/networks/{id}/actions", resource_actions_route!(ResourceKind::Network))
         .route("/networks/{id}/actions/{command}", get(networks::get_action).post(networks::action))
         .route("/load_balancers", get(load_balancers::list).post(load_balancers::create))
@@ -81,13 +82,16 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/load_balancers/{id}/actions/{command}", get(load_balancers::get_action).post(load_balancers::action))
         .route("/certificates", get(certificates::list).post(certificates::create))
         .route("/certificates/actions/{id}", kind_action_routes!(ResourceKind::Certificate))
-        .route("/certificates/{id}", get(certificates::get).delete(certificates::delete))
+        .route("/certificates/{id}", get(certificates::get).put(certificates::update).delete(certificates::delete))
         .route("/certificates/{id}/actions", resource_actions_route!(ResourceKind::Certificate))
         .route("/certificates/{id}/actions/{action_id}", get(certificates::get_action))
         .route("/datacenters", get(catalog::datacenters_gone))
         .route("/datacenters/{id}", get(catalog::datacenters_gone))
         .route("/primary_ips", get(primary_ips::list).post(primary_ips::create))
-        .route("/primary_ips/{id}", get(primary_ips::get).delete(primary_ips::delete))
+        .route("/primary_ips/{id}", get(primary_ips::get).put(primary_ips::update).delete(primary_ips::delete))
+        .route("/images", get(images::list))
+        .route("/images/{id}", get(images::get))
+        .route("/pricing", get(catalog::pricing))
         .route("/locations", get(catalog::list_locations))
         .route("/locations/{id}", get(catalog::get_location))
         .route("/server_types", get(catalog::list_server_types))

@@ -11,15 +11,22 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::NetworkFilter;
 use crate::wire::Route;
-use crate::wire::request::CreateNetworkRequest;
+use crate::wire::request::{
+    ChangeProtectionRequest, CreateNetworkRequest, IpRangeRequest, SubnetRequest, UpdateNetworkRequest,
+};
 
 /// `GET /networks`.
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
-    let filter = NetworkFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()? };
+    let filter = NetworkFilter {
+        name: q.get("name").map(str::to_owned),
+        label_selector: q.label_selector()?,
+        sort: SortRequest::from_query(&q, ID_NAME_CREATED)?,
+    };
     let (networks, meta) = h.with_state(|s| s.list_networks(&filter, page));
     Ok(list_body("networks", &networks, &meta))
 }
@@ -41,6 +48,20 @@ pub(crate) async fn create(
         Ok(s.network(id))
     })?;
     Ok(json(StatusCode::CREATED, json!({"network": network})))
+}
+
+/// `PUT /networks/{id}`.
+pub(crate) async fn update(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateNetworkRequest>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let network = h.with_state(|s| -> Result<_, ApiError> {
+        s.update_network(id, &req)?;
+        Ok(s.network(id))
+    })?;
+    Ok(single_body(StatusCode::OK, "network", &network))
 }
 
 /// `DELETE /networks/{id}`.
@@ -67,6 +88,12 @@ pub(crate) async fn action(
             "delete_route" => {
                 let req: Route = parse_body(&body)?;
                 s.delete_route(id, &req)?
+            }
+            "add_subnet" => s.add_subnet(id, &parse_body::<SubnetRequest>(&body)?)?,
+            "delete_subnet" => s.delete_subnet(id, &parse_body::<IpRangeRequest>(&body)?.ip_range)?,
+            "change_ip_range" => s.change_ip_range(id, &parse_body::<IpRangeRequest>(&body)?.ip_range)?,
+            "change_protection" => {
+                s.change_network_protection(id, parse_body::<ChangeProtectionRequest>(&body)?.delete)?
             }
             other => {
                 return Err(ApiError::new(

@@ -10,8 +10,9 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::SortRequest;
 use crate::state::PrimaryIpFilter;
-use crate::wire::request::CreatePrimaryIpRequest;
+use crate::wire::request::{CreatePrimaryIpRequest, UpdatePrimaryIpRequest};
 
 /// `GET /primary_ips`.
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
@@ -21,6 +22,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
         name: q.get("name").map(str::to_owned),
         label_selector: q.label_selector()?,
         ip: q.get("ip").map(str::to_owned),
+        sort: SortRequest::from_query(&q, &["id", "created"])?,
     };
     let (ips, meta) = h.with_state(|s| s.list_primary_ips(&filter, page));
     Ok(list_body("primary_ips", &ips, &meta))
@@ -44,6 +46,20 @@ pub(crate) async fn create(
         Ok(s.primary_ip(id))
     })?;
     Ok(json(StatusCode::CREATED, json!({"primary_ip": ip})))
+}
+
+/// `PUT /primary_ips/{id}`.
+pub(crate) async fn update(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdatePrimaryIpRequest>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let ip = h.with_state(|s| -> Result<_, ApiError> {
+        s.update_primary_ip(id, &req)?;
+        Ok(s.primary_ip(id))
+    })?;
+    Ok(single_body(StatusCode::OK, "primary_ip", &ip))
 }
 
 /// `DELETE /primary_ips/{id}`.

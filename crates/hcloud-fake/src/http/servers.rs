@@ -11,9 +11,13 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
+use crate::sort::{ID_NAME_CREATED, SortRequest};
 use crate::state::ServerFilter;
 use crate::wire::ServerStatus;
-use crate::wire::request::{AttachServerToNetworkRequest, CreateServerRequest, DetachFromNetworkRequest};
+use crate::wire::request::{
+    AttachServerToNetworkRequest, ChangeDnsPtrRequest, ChangeServerProtectionRequest, CreateServerRequest,
+    DetachFromNetworkRequest, UpdateRequest,
+};
 
 /// `GET /servers`.
 pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
@@ -26,7 +30,12 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
             ServerStatus::parse(s).ok_or_else(|| ApiError::invalid_input("status", format!("unknown status '{s}'")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let filter = ServerFilter { name: q.get("name").map(str::to_owned), label_selector: q.label_selector()?, status };
+    let filter = ServerFilter {
+        name: q.get("name").map(str::to_owned),
+        label_selector: q.label_selector()?,
+        status,
+        sort: SortRequest::from_query(&q, ID_NAME_CREATED)?,
+    };
     let (servers, meta) = h.with_state(|s| s.list_servers(&filter, page));
     Ok(list_body("servers", &servers, &meta))
 }
@@ -55,6 +64,20 @@ pub(crate) async fn create(
     Ok(json(StatusCode::CREATED, body))
 }
 
+/// `PUT /servers/{id}`.
+pub(crate) async fn update(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateRequest>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let server = h.with_state(|s| -> Result<_, ApiError> {
+        s.update_server(id, &req)?;
+        Ok(s.server(id))
+    })?;
+    Ok(single_body(StatusCode::OK, "server", &server))
+}
+
 /// `DELETE /servers/{id}`.
 pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
@@ -75,9 +98,15 @@ pub(crate) async fn action(
     let action = h.with_state(|s| -> Result<_, ApiError> {
         s.server_record(id)?;
         let a = match command.as_str() {
-            "poweron" => s.server_power(id, "start_server", ServerStatus::Running)?,
-            "poweroff" => s.server_power(id, "stop_server", ServerStatus::Off)?,
-            "shutdown" => s.server_power(id, "shutdown_server", ServerStatus::Off)?,
+            "poweron" => s.server_power(id, "start_server", Some(ServerStatus::Running))?,
+            "poweroff" => s.server_power(id, "stop_server", Some(ServerStatus::Off))?,
+            "shutdown" => s.server_power(id, "shutdown_server", Some(ServerStatus::Off))?,
+            "reset" => s.server_power(id, "reset_server", Some(ServerStatus::Running))?,
+            "reboot" => s.server_power(id, "reboot_server", None)?,
+            "change_dns_ptr" => s.change_server_dns_ptr(id, &parse_body::<ChangeDnsPtrRequest>(&body)?)?,
+            "change_protection" => {
+                s.change_server_protection(id, &parse_body::<ChangeServerProtectionRequest>(&body)?)?
+            }
             "attach_to_network" => {
                 let req: AttachServerToNetworkRequest = parse_body(&body)?;
                 s.attach_server(id, &req)?

@@ -7,7 +7,7 @@ use super::records::{CertStatus, Member, PrivateNic};
 use super::store::{State, bump};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef};
 use crate::time::now_unix;
-use crate::wire::{Action, ActionError, ActionStatus};
+use crate::wire::{Action, ActionError, ActionStatus, ServerProtection};
 
 impl State {
     /// Registers `count` upcoming action failures.
@@ -172,6 +172,32 @@ impl State {
             Effect::DeleteRoute { network, route } => {
                 if let Some(n) = self.networks.get_mut(&network) {
                     n.routes.retain(|r| *r != route);
+                }
+            }
+            Effect::AddSubnet { network, subnet } => {
+                if let Some(n) = self.networks.get_mut(&network) {
+                    n.subnets.push(subnet);
+                }
+            }
+            Effect::DeleteSubnet { network, ip_range } => {
+                if let Some(n) = self.networks.get_mut(&network) {
+                    n.subnets.retain(|s| s.ip_range != ip_range);
+                }
+            }
+            Effect::NetworkIpRange { network, ip_range } => {
+                if let Some(n) = self.networks.get_mut(&network) {
+                    n.ip_range = ip_range;
+                }
+            }
+            Effect::NetworkProtection { network, delete } => {
+                if let Some(n) = self.networks.get_mut(&network) {
+                    n.protection.delete = delete;
+                }
+            }
+            Effect::ServerDnsPtr { server, ip, dns_ptr } => self.set_server_dns_ptr(server, ip, dns_ptr),
+            Effect::ServerProtection { server, delete, rebuild } => {
+                if let Some(s) = self.servers.get_mut(&server) {
+                    s.protection = ServerProtection { delete, rebuild };
                 }
             }
             Effect::AddService { lb, service } => {

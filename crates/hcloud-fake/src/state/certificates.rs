@@ -4,14 +4,15 @@
 
 use super::effect::Effect;
 use super::records::{CertStatus, CertificateRecord};
-use super::store::{State, bump};
+use super::store::{State, bump, sort_records};
 use super::validate::{validate_labels, validate_name};
 use crate::control::{ResourceKind, ResourceRef, SeedCertificate};
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
+use crate::sort::SortRequest;
 use crate::time::{now_unix, rfc3339};
-use crate::wire::request::CreateCertificateRequest;
+use crate::wire::request::{CreateCertificateRequest, UpdateRequest};
 use crate::wire::{ActionError, Certificate, CertificateStatus, Labels, Meta, Resource};
 use crate::x509;
 
@@ -24,6 +25,8 @@ pub(crate) struct CertificateFilter {
     pub name: Option<String>,
     pub label_selector: Option<LabelSelector>,
     pub types: Vec<String>,
+    /// Requested order (`id`, `name`, `created`).
+    pub sort: SortRequest,
 }
 
 /// Reads an uploaded certificate or answers `invalid_input` naming `certificate`.
@@ -222,6 +225,30 @@ impl State {
             .collect()
     }
 
+    /// `PUT /certificates/{id}`: name (unique) and labels (they replace).
+    pub fn update_certificate(&mut self, id: u64, req: &UpdateRequest) -> Result<(), ApiError> {
+        self.certificate_record(id)?;
+        self.ensure_unlocked(ResourceKind::Certificate, id)?;
+        if let Some(name) = &req.name {
+            validate_name(name)?;
+            if self.certificates.values().any(|c| &c.name == name && c.id != id) {
+                return Err(ApiError::uniqueness("name"));
+            }
+        }
+        if let Some(labels) = &req.labels {
+            validate_labels(labels)?;
+        }
+        if let Some(c) = self.certificates.get_mut(&id) {
+            if let Some(name) = &req.name {
+                c.name.clone_from(name);
+            }
+            if let Some(labels) = &req.labels {
+                c.labels.clone_from(labels);
+            }
+        }
+        Ok(())
+    }
+
     /// `DELETE /certificates/{id}`: refused with `resource_in_use` while a service uses it.
     pub fn delete_certificate(&mut self, id: u64) -> Result<(), ApiError> {
         self.certificate_record(id)?;
@@ -270,7 +297,7 @@ impl State {
 
     /// `GET /certificates`.
     pub fn list_certificates(&self, filter: &CertificateFilter, page: PageRequest) -> (Vec<Certificate>, Meta) {
-        let matching: Vec<&CertificateRecord> = self
+        let mut matching: Vec<&CertificateRecord> = self
             .certificates
             .values()
             .filter(|c| filter.name.as_ref().is_none_or(|n| &c.name == n))
@@ -283,6 +310,7 @@ impl State {
                         .any(|t| (t == "managed") == c.managed && matches!(t.as_str(), "managed" | "uploaded"))
             })
             .collect();
+        sort_records(&filter.sort, &mut matching, |c| (c.id, &c.name, c.created));
         let (slice, meta) = page.apply(&matching);
         (slice.iter().map(|c| self.render_certificate(c)).collect(), meta)
     }

@@ -1,9 +1,11 @@
 //! Actions as recorded: the effect an action applies when it finishes, and the served shape.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
-use super::records::{RouteRecord, TargetRecord};
+use ipnet::Ipv4Net;
+
+use super::records::{RouteRecord, SubnetRecord, TargetRecord};
 use crate::control::ResourceRef;
 use crate::time::rfc3339;
 use crate::wire::{Action, ActionError, ActionStatus, LoadBalancerType, Resource, ServerStatus, Service};
@@ -23,6 +25,18 @@ pub(crate) enum Effect {
     AddRoute { network: u64, route: RouteRecord },
     /// Delete a route.
     DeleteRoute { network: u64, route: RouteRecord },
+    /// Add a subnet.
+    AddSubnet { network: u64, subnet: SubnetRecord },
+    /// Delete the subnet with this range.
+    DeleteSubnet { network: u64, ip_range: Ipv4Net },
+    /// Extend a network's range.
+    NetworkIpRange { network: u64, ip_range: Ipv4Net },
+    /// Change a network's delete protection.
+    NetworkProtection { network: u64, delete: bool },
+    /// Change (`None`: reset) a reverse DNS entry of a server's public IP.
+    ServerDnsPtr { server: u64, ip: IpAddr, dns_ptr: Option<String> },
+    /// Change a server's delete and rebuild protection.
+    ServerProtection { server: u64, delete: bool, rebuild: bool },
     /// Add a service.
     AddService { lb: u64, service: Service },
     /// Replace a service (same listen port).

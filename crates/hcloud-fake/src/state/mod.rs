@@ -16,9 +16,10 @@
 //!
 //! Files: [`store`] holds [`State`] itself (collections, id counters, locks), [`records`] the
 //! per-resource records, [`effect`] what an action does when it finishes, [`validate`] the
-//! shared input checks and [`ipam`] the public address pools. One file per resource kind adds
-//! the API operations on top ([`servers`], [`networks`], [`load_balancers`], [`certificates`],
-//! [`actions`]). This file only declares and re-exports: no submodule imports from it.
+//! shared input checks and [`ipam`] the public address pools. One module per resource kind adds
+//! the API operations on top ([`servers`], [`networks`] and [`load_balancers`] are directories
+//! split by concern; [`certificates`], [`primary_ips`], [`actions`]). This file only declares
+//! and re-exports: no submodule imports from it.
 
 mod actions;
 mod certificates;

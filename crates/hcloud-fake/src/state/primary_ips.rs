@@ -1,21 +1,24 @@
 //! Primary IPs: the public addresses of servers (derived from the servers: assigned,
 //! deleted with them) and unassigned ones created with `POST /primary_ips`.
 //!
-//! Modelled: list (filters `name`, `label_selector`, `ip`), get, create unassigned (in a
-//! location), delete (an assigned one answers `422 must_be_unassigned`). Not modelled:
-//! creating one assigned to a server, the assign/unassign/rDNS/protection actions, `PUT`.
+//! Modelled: list (filters `name`, `label_selector`, `ip`; `sort`), get, create unassigned (in
+//! a location), `PUT` (name, labels, auto_delete; of every Primary IP, a server's too), delete
+//! (an assigned one answers `422 must_be_unassigned`). Not modelled: creating one assigned to
+//! a server, the assign/unassign/rDNS/protection actions.
 
 use std::net::IpAddr;
 
-use super::records::{PrimaryIpAddr, PrimaryIpRecord, ServerRecord};
+use super::records::{PrimaryIpAddr, PrimaryIpMeta, PrimaryIpRecord, ServerRecord};
+use super::servers::v6_dns_ptrs;
 use super::store::{State, bump};
 use super::validate::{validate_labels, validate_name};
 use crate::catalog::catalog;
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
+use crate::sort::{SortRequest, SortValue};
 use crate::time::{now_unix, rfc3339};
-use crate::wire::request::CreatePrimaryIpRequest;
+use crate::wire::request::{CreatePrimaryIpRequest, UpdatePrimaryIpRequest};
 use crate::wire::{DnsPtr, Meta, PrimaryIp, Protection};
 
 /// Filters of `GET /primary_ips`.
@@ -24,31 +27,33 @@ pub(crate) struct PrimaryIpFilter {
     pub name: Option<String>,
     pub label_selector: Option<LabelSelector>,
     pub ip: Option<String>,
+    /// Requested order (`id`, `created`).
+    pub sort: SortRequest,
 }
 
 fn server_ips(s: &ServerRecord) -> Vec<PrimaryIp> {
     let mut out = Vec::new();
-    let base = |id: u64, ip: String, kind: &str, dns_ptr: Vec<DnsPtr>| PrimaryIp {
+    let base = |id: u64, meta: &PrimaryIpMeta, ip: String, kind: &str, dns_ptr: Vec<DnsPtr>| PrimaryIp {
         id,
-        name: format!("primary_ip-{id}"),
+        name: meta.name.clone(),
         ip,
         kind: kind.to_owned(),
         assignee_id: Some(s.id),
         assignee_type: "server".to_owned(),
-        auto_delete: true,
+        auto_delete: meta.auto_delete,
         blocked: false,
         created: rfc3339(s.created),
         dns_ptr,
-        labels: Default::default(),
+        labels: meta.labels.clone(),
         location: s.location.clone(),
         protection: Protection::default(),
     };
     if let Some(v4) = &s.ipv4 {
         let dns = vec![DnsPtr { ip: v4.ip.to_string(), dns_ptr: v4.dns_ptr.clone() }];
-        out.push(base(v4.id, v4.ip.to_string(), "ipv4", dns));
+        out.push(base(v4.id, &v4.meta, v4.ip.to_string(), "ipv4", dns));
     }
     if let Some(v6) = &s.ipv6 {
-        out.push(base(v6.id, v6.net.to_string(), "ipv6", Vec::new()));
+        out.push(base(v6.id, &v6.meta, v6.net.to_string(), "ipv6", v6_dns_ptrs(v6)));
     }
     out
 }
@@ -64,16 +69,16 @@ fn render_unassigned(p: &PrimaryIpRecord) -> PrimaryIp {
     };
     PrimaryIp {
         id: p.id,
-        name: p.name.clone(),
+        name: p.meta.name.clone(),
         ip,
         kind: kind.to_owned(),
         assignee_id: None,
         assignee_type: "unassigned".to_owned(),
-        auto_delete: p.auto_delete,
+        auto_delete: p.meta.auto_delete,
         blocked: false,
         created: rfc3339(p.created),
         dns_ptr,
-        labels: p.labels.clone(),
+        labels: p.meta.labels.clone(),
         location: p.location.clone(),
         protection: Protection::default(),
     }
@@ -99,7 +104,7 @@ impl State {
     /// `GET /primary_ips`.
     pub fn list_primary_ips(&self, filter: &PrimaryIpFilter, page: PageRequest) -> (Vec<PrimaryIp>, Meta) {
         let wanted_ip = filter.ip.as_deref().and_then(|s| s.parse::<IpAddr>().ok());
-        let matching: Vec<PrimaryIp> = self
+        let mut matching: Vec<PrimaryIp> = self
             .all_primary_ips()
             .into_iter()
             .filter(|p| filter.name.as_ref().is_none_or(|n| &p.name == n))
@@ -109,6 +114,11 @@ impl State {
                     || wanted_ip.is_some_and(|w| p.ip.split('/').next().and_then(|a| a.parse().ok()) == Some(w))
             })
             .collect();
+        filter.sort.apply(&mut matching, |p, field| match field {
+            // RFC 3339 in one format and offset: text order is time order.
+            "created" => SortValue::Text(Some(&p.created)),
+            _ => SortValue::id(p.id),
+        });
         let (slice, meta) = page.apply(&matching);
         (slice.to_vec(), meta)
     }
@@ -150,15 +160,54 @@ impl State {
             id,
             PrimaryIpRecord {
                 id,
-                name: req.name.clone(),
                 addr,
                 location,
-                labels,
                 created: now_unix(),
-                auto_delete: req.auto_delete.unwrap_or(false),
+                meta: PrimaryIpMeta { name: req.name.clone(), labels, auto_delete: req.auto_delete.unwrap_or(false) },
             },
         );
         Ok(id)
+    }
+
+    /// The changeable part of a Primary IP, a server's or an unassigned one.
+    fn primary_ip_meta_mut(&mut self, id: u64) -> Option<&mut PrimaryIpMeta> {
+        if let Some(p) = self.primary_ips.get_mut(&id) {
+            return Some(&mut p.meta);
+        }
+        self.servers.values_mut().find_map(|s| {
+            if let Some(v4) = s.ipv4.as_mut().filter(|v| v.id == id) {
+                return Some(&mut v4.meta);
+            }
+            s.ipv6.as_mut().filter(|v| v.id == id).map(|v| &mut v.meta)
+        })
+    }
+
+    /// `PUT /primary_ips/{id}`: name (unique), labels (they replace), auto_delete.
+    pub fn update_primary_ip(&mut self, id: u64, req: &UpdatePrimaryIpRequest) -> Result<(), ApiError> {
+        if self.primary_ip(id).is_none() {
+            return Err(ApiError::not_found("primary_ip", id));
+        }
+        if let Some(name) = &req.name {
+            validate_name(name)?;
+            if self.all_primary_ips().iter().any(|p| &p.name == name && p.id != id) {
+                return Err(ApiError::uniqueness("name"));
+            }
+        }
+        if let Some(labels) = &req.labels {
+            validate_labels(labels)?;
+        }
+        if let Some(meta) = self.primary_ip_meta_mut(id) {
+            if let Some(name) = &req.name {
+                meta.name.clone_from(name);
+            }
+            if let Some(labels) = &req.labels {
+                meta.labels.clone_from(labels);
+            }
+            if let Some(auto_delete) = req.auto_delete {
+                meta.auto_delete = auto_delete;
+            }
+        }
+        Ok(())
     }
 
     /// `DELETE /primary_ips/{id}`: only unassigned ones (`must_be_unassigned` otherwise).

@@ -11,19 +11,39 @@ use crate::wire::{
     Service,
 };
 
-/// A server's public IPv4.
+/// What a Primary IP carries besides its address (`PUT /primary_ips/{id}` changes it).
+#[derive(Debug, Clone)]
+pub(crate) struct PrimaryIpMeta {
+    pub name: String,
+    pub labels: Labels,
+    pub auto_delete: bool,
+}
+
+impl PrimaryIpMeta {
+    /// The Primary IP the API creates with a server: `primary_ip-<id>`, no labels, deleted
+    /// with the server.
+    pub fn of_server(id: u64) -> Self {
+        Self { name: format!("primary_ip-{id}"), labels: Labels::new(), auto_delete: true }
+    }
+}
+
+/// A server's public IPv4 (its Primary IP).
 #[derive(Debug, Clone)]
 pub(crate) struct PublicV4 {
     pub id: u64,
     pub ip: Ipv4Addr,
     pub dns_ptr: String,
+    pub meta: PrimaryIpMeta,
 }
 
-/// A server's public IPv6 network.
+/// A server's public IPv6 network (its Primary IP).
 #[derive(Debug, Clone)]
 pub(crate) struct PublicV6 {
     pub id: u64,
     pub net: Ipv6Net,
+    pub meta: PrimaryIpMeta,
+    /// Reverse DNS entries of addresses in the network (none by default).
+    pub dns_ptrs: BTreeMap<Ipv6Addr, String>,
 }
 
 /// A server's private interface.
@@ -191,10 +211,8 @@ pub(crate) enum PrimaryIpAddr {
 #[derive(Debug, Clone)]
 pub(crate) struct PrimaryIpRecord {
     pub id: u64,
-    pub name: String,
     pub addr: PrimaryIpAddr,
     pub location: Location,
-    pub labels: Labels,
     pub created: i64,
-    pub auto_delete: bool,
+    pub meta: PrimaryIpMeta,
 }

@@ -8,6 +8,7 @@ use super::ipam::PublicIps;
 use super::records::{CertificateRecord, HealthKey, LoadBalancerRecord, NetworkRecord, PrimaryIpRecord, ServerRecord};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
 use crate::error::ApiError;
+use crate::sort::{SortRequest, SortValue};
 
 /// First ids of each kind (distinct ranges catch id mix-ups).
 pub(crate) mod first_id {
@@ -48,6 +49,18 @@ impl Default for Ids {
             mac: 1,
         }
     }
+}
+
+/// Sorts records by the requested `id`, `name` and `created` (see [`SortRequest`]).
+pub(super) fn sort_records<T>(sort: &SortRequest, records: &mut [&T], key: impl Fn(&T) -> (u64, &str, i64)) {
+    sort.apply(records, |r, field| {
+        let (id, name, created) = key(r);
+        match field {
+            "name" => SortValue::Text(Some(name)),
+            "created" => SortValue::Int(created),
+            _ => SortValue::id(id),
+        }
+    });
 }
 
 /// Hands out the counter's value and advances it.

@@ -325,6 +325,38 @@ pub struct UpdateRequest {
     pub labels: Option<Labels>,
 }
 
+/// `PUT /networks/{id}` body (`NetworkUpdateRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateNetworkRequest {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New labels (replace all labels).
+    #[serde(default)]
+    pub labels: Option<Labels>,
+    /// Expose routes to the network's vSwitch.
+    #[serde(default)]
+    pub expose_routes_to_vswitch: Option<bool>,
+}
+
+/// `delete_subnet` and `change_ip_range` bodies (`DeleteSubnetRequest`, `ChangeIPRangeRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpRangeRequest {
+    /// The subnet's range (`delete_subnet`) or the network's new range (`change_ip_range`).
+    pub ip_range: String,
+}
+
+/// `change_protection` body of a server (`ChangeServerProtectionRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeServerProtectionRequest {
+    /// Delete protection.
+    #[serde(default)]
+    pub delete: Option<bool>,
+    /// Rebuild protection.
+    #[serde(default)]
+    pub rebuild: Option<bool>,
+}
+
 /// `attach_load_balancer_to_network_request` schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachLoadBalancerToNetworkRequest {
@@ -385,6 +417,20 @@ pub struct CreatePrimaryIpRequest {
     pub auto_delete: Option<bool>,
     #[serde(default)]
     pub labels: Option<Labels>,
+}
+
+/// `PUT /primary_ips/{id}` body (`PrimaryIPUpdateRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdatePrimaryIpRequest {
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New labels (replace all labels).
+    #[serde(default)]
+    pub labels: Option<Labels>,
+    /// Delete it with the server it is assigned to.
+    #[serde(default)]
+    pub auto_delete: Option<bool>,
 }
 
 /// `create_certificate_request` schema.

@@ -100,3 +100,29 @@ async fn certificates_in_use_cannot_be_deleted() {
     assert_eq!(fx.delete(&format!("/certificates/{cert}")).await.status, 204);
     assert_eq!(fx.get(&format!("/certificates/{cert}")).await.status, 404);
 }
+
+/// `hcloud certificate add-label/update` answered `method not allowed`: no `PUT /certificates/{id}`.
+#[tokio::test]
+async fn put_renames_and_relabels_a_certificate() {
+    let fx = Fx::instant().await;
+    let id = fx.h.seed_certificate(&SeedCertificate::uploaded("web", &["a.example"])).unwrap();
+    fx.h.seed_certificate(&SeedCertificate::uploaded("other", &["b.example"])).unwrap();
+    let path = format!("/certificates/{id}");
+
+    let r = fx.put(&path, json!({"name": "web-2", "labels": {"team": "web"}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (r.body["certificate"]["name"].as_str(), r.body["certificate"]["labels"].clone()),
+        (Some("web-2"), json!({"team": "web"}))
+    );
+    let r = fx.get("/certificates?label_selector=team%3Dweb").await;
+    assert_eq!(r.body["certificates"][0]["id"], id);
+    let r = fx.put(&path, json!({"labels": {}})).await;
+    assert_eq!(
+        (r.body["certificate"]["name"].as_str(), r.body["certificate"]["labels"].clone()),
+        (Some("web-2"), json!({}))
+    );
+    assert_eq!(fx.put(&path, json!({"name": "other"})).await.code(), "uniqueness_error");
+    assert_eq!(fx.put(&path, json!({"name": "has space"})).await.code(), "invalid_input");
+    assert_eq!(fx.put("/certificates/1", json!({})).await.status, 404);
+}

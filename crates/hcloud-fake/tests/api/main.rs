@@ -4,6 +4,8 @@
 mod certificates;
 mod common;
 mod faults;
+mod images;
+mod lists;
 mod load_balancers;
 mod networks;
 mod pipeline;

@@ -163,3 +163,100 @@ async fn test_controls_route_limit_out_of_band_route_removal_and_private_ip_move
     let unattached = fx.h.move_private_ip(c, net, "10.0.0.7").unwrap_err();
     assert!(unattached.to_string().contains("server_not_attached_to_network"), "{unattached}");
 }
+
+/// `hcloud network add-subnet` / `remove-subnet` answered "network action 'add_subnet' is not
+/// supported by the fake".
+#[tokio::test]
+async fn subnets_are_added_and_deleted_by_actions() {
+    let fx = Fx::new(hcloud_fake::FakeConfig::default().with_action_delay(std::time::Duration::from_secs(600))).await;
+    let net = fx.h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8")).unwrap();
+    let add = format!("/networks/{net}/actions/add_subnet");
+    let del = format!("/networks/{net}/actions/delete_subnet");
+
+    let r = fx.post(&add, json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "10.0.0.0/24"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "add_subnet");
+    assert_eq!(r.body["action"]["resources"], json!([{"id": net, "type": "network"}]));
+    // Added when the action finishes; meanwhile the network is busy.
+    assert_eq!(fx.get(&format!("/networks/{net}")).await.body["network"]["subnets"], json!([]));
+    let busy = fx.post(&add, json!({"type": "cloud", "network_zone": "eu-central"})).await;
+    assert_eq!((busy.status, busy.code()), (409, "conflict"));
+    fx.h.finish_all_actions();
+    let n = fx.get(&format!("/networks/{net}")).await;
+    assert_eq!(
+        n.body["network"]["subnets"],
+        json!([{"type": "cloud", "ip_range": "10.0.0.0/24", "network_zone": "eu-central", "gateway": "10.0.0.1"}])
+    );
+    // Without a range the first free /24 is taken.
+    fx.post(&add, json!({"type": "cloud", "network_zone": "us-east"})).await;
+    fx.h.finish_all_actions();
+    assert_eq!(fx.h.network(net).unwrap().subnets[1].ip_range, "10.0.1.0/24");
+
+    for (body, field) in [
+        (json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "10.0.0.128/25"}), "ip_range"),
+        (json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "192.168.0.0/24"}), "ip_range"),
+        (json!({"type": "cloud", "network_zone": "moon", "ip_range": "10.0.5.0/24"}), "network_zone"),
+        (json!({"type": "wifi", "network_zone": "eu-central"}), "type"),
+        (json!({"type": "vswitch", "network_zone": "eu-central"}), "vswitch_id"),
+        (json!({"type": "cloud", "network_zone": "eu-central", "vswitch_id": 9}), "vswitch_id"),
+        (json!({"network_zone": "eu-central"}), "type"),
+    ] {
+        let r = fx.post(&add, body.clone()).await;
+        assert_eq!((r.status, r.code()), (400, "invalid_input"), "{body}: {}", r.body);
+        assert_eq!(r.body["error"]["details"]["fields"][0]["name"], field, "{body}");
+    }
+
+    // A subnet someone holds an IP in cannot be deleted.
+    let server = fx.h.seed_server(&SeedServer::new("node-1").network(net)).unwrap();
+    let r = fx.post(&del, json!({"ip_range": "10.0.0.0/24"})).await;
+    assert_eq!(r.code(), "service_error", "{}", r.body);
+    assert_eq!(r.body["error"]["message"], "network has attached resources");
+    fx.h.delete_server(server).unwrap();
+    let r = fx.post(&del, json!({"ip_range": "10.0.0.0/24"})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("delete_subnet")), "{}", r.body);
+    fx.h.finish_all_actions();
+    let ranges: Vec<String> = fx.h.network(net).unwrap().subnets.iter().map(|s| s.ip_range.clone()).collect();
+    assert_eq!(ranges, vec!["10.0.1.0/24"]);
+    assert_eq!(fx.post(&del, json!({"ip_range": "10.0.0.0/24"})).await.code(), "not_found");
+    assert_eq!(fx.post(&del, json!({})).await.code(), "invalid_input");
+}
+
+/// `hcloud network change-ip-range`, `enable-protection`, `add-label`, `update` and
+/// `expose-routes-to-vswitch` had no endpoint in the fake.
+#[tokio::test]
+async fn ip_range_protection_and_put() {
+    let fx = Fx::instant().await;
+    let net = fx.h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/16").subnet("10.0.0.0/24", "eu-central")).unwrap();
+    fx.h.seed_network(&SeedNetwork::new("other", "192.168.0.0/16")).unwrap();
+    let path = format!("/networks/{net}");
+    let change = format!("/networks/{net}/actions/change_ip_range");
+
+    // Only the netmask may shrink: the range grows at its end.
+    for bad in ["10.0.0.0/17", "10.1.0.0/16", "10.0.0.0/7", "10.0.0.0/25", "nonsense"] {
+        let r = fx.post(&change, json!({"ip_range": bad})).await;
+        assert_eq!((r.status, r.code()), (400, "invalid_input"), "{bad}: {}", r.body);
+        assert_eq!(r.body["error"]["details"]["fields"][0]["name"], "ip_range");
+    }
+    let r = fx.post(&change, json!({"ip_range": "10.0.0.0/12"})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("change_ip_range")), "{}", r.body);
+    let n = fx.get(&path).await.body["network"].clone();
+    assert_eq!((n["ip_range"].as_str(), n["subnets"][0]["gateway"].as_str()), (Some("10.0.0.0/12"), Some("10.0.0.1")));
+
+    let r = fx.post(&format!("{path}/actions/change_protection"), json!({"delete": true})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("change_protection")));
+    assert_eq!(fx.get(&path).await.body["network"]["protection"], json!({"delete": true}));
+    assert_eq!(fx.delete(&path).await.code(), "protected");
+    fx.post(&format!("{path}/actions/change_protection"), json!({"delete": false})).await;
+
+    let r = fx.put(&path, json!({"name": "k8s-2", "labels": {"env": "test"}, "expose_routes_to_vswitch": true})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let n = &r.body["network"];
+    assert_eq!((n["name"].as_str(), n["expose_routes_to_vswitch"].as_bool()), (Some("k8s-2"), Some(true)));
+    assert_eq!(n["labels"], json!({"env": "test"}));
+    let r = fx.put(&path, json!({"labels": {}})).await;
+    assert_eq!((r.body["network"]["labels"].clone(), r.body["network"]["name"].clone()), (json!({}), json!("k8s-2")));
+    fx.h.seed_network(&SeedNetwork::new("taken", "172.16.0.0/16")).unwrap();
+    assert_eq!(fx.put(&path, json!({"name": "taken"})).await.code(), "uniqueness_error");
+    assert_eq!(fx.put(&path, json!({"name": ""})).await.code(), "invalid_input");
+    assert_eq!(fx.put("/networks/1", json!({})).await.status, 404);
+}

@@ -268,3 +268,114 @@ async fn instant_control_mutations() {
     let r = fx.control(Method::DELETE, &format!("/servers/{id}"), None).await;
     assert_eq!(r.status, 404);
 }
+
+/// `hcloud server add-label/remove-label` (`PUT /servers/{id}`) answered `method not allowed`.
+#[tokio::test]
+async fn put_renames_and_relabels_a_server() {
+    let fx = Fx::instant().await;
+    let id = fx.h.seed_server(&SeedServer::new("web-1").label("role", "web")).unwrap();
+    fx.h.seed_server(&SeedServer::new("web-2")).unwrap();
+    let path = format!("/servers/{id}");
+
+    let r = fx.put(&path, json!({"labels": {"role": "web", "tier": "frontend"}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["server"]["labels"], json!({"role": "web", "tier": "frontend"}));
+    assert_eq!(r.body["server"]["name"], "web-1");
+    // Labels replace, they are not merged.
+    let r = fx.put(&path, json!({"labels": {"role": "web"}})).await;
+    assert_eq!(r.body["server"]["labels"], json!({"role": "web"}));
+    let r = fx.put(&path, json!({"name": "web-9"})).await;
+    assert_eq!(
+        (r.body["server"]["name"].as_str(), r.body["server"]["labels"]["role"].as_str()),
+        (Some("web-9"), Some("web"))
+    );
+    assert_eq!(fx.get("/servers?name=web-9").await.body["servers"][0]["id"], id);
+
+    let r = fx.put(&path, json!({"name": "web-2"})).await;
+    assert_eq!((r.status, r.code()), (409, "uniqueness_error"));
+    for body in [json!({"name": "not_a_hostname"}), json!({"labels": {"bad key!": "x"}})] {
+        let r = fx.put(&path, body.clone()).await;
+        assert_eq!((r.status, r.code()), (400, "invalid_input"), "{body}: {}", r.body);
+    }
+    assert_eq!(fx.put("/servers/1", json!({"name": "x"})).await.status, 404);
+    fx.h.lock_resource(hcloud_fake::control::ResourceRef::server(id));
+    assert_eq!(fx.put(&path, json!({"name": "x"})).await.code(), "locked");
+}
+
+/// `hcloud server enable-protection/reboot/reset` answered "not supported by the fake".
+#[tokio::test]
+async fn protection_reboot_and_reset_are_actions() {
+    let fx = Fx::instant().await;
+    let id = fx.h.seed_server(&SeedServer::new("web-1").status(ServerStatus::Off)).unwrap();
+    let act = |cmd: &str| format!("/servers/{id}/actions/{cmd}");
+
+    let r = fx.post(&act("change_protection"), json!({"delete": true, "rebuild": true})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "change_protection");
+    assert_eq!(
+        fx.get(&format!("/servers/{id}")).await.body["server"]["protection"],
+        json!({"delete": true, "rebuild": true})
+    );
+    assert_eq!(fx.delete(&format!("/servers/{id}")).await.code(), "protected");
+    // The API wants both equal (the description: "currently delete and rebuild attribute needs
+    // to have the same value"); one alone sets both.
+    let r = fx.post(&act("change_protection"), json!({"delete": false, "rebuild": true})).await;
+    assert_eq!((r.status, r.code()), (400, "invalid_input"));
+    fx.post(&act("change_protection"), json!({"delete": false})).await;
+    assert_eq!(
+        fx.get(&format!("/servers/{id}")).await.body["server"]["protection"],
+        json!({"delete": false, "rebuild": false})
+    );
+
+    // An ACPI reboot leaves a stopped server stopped; a reset starts it.
+    let r = fx.post(&act("reboot"), json!({})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("reboot_server")));
+    assert_eq!(fx.get(&format!("/servers/{id}")).await.body["server"]["status"], "off");
+    let r = fx.post(&act("reset"), json!({})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("reset_server")));
+    assert_eq!(fx.get(&format!("/servers/{id}")).await.body["server"]["status"], "running");
+}
+
+/// `hcloud server set-rdns` answered "server action 'change_dns_ptr' is not supported".
+#[tokio::test]
+async fn reverse_dns_of_a_servers_ips_is_set_and_reset() {
+    let fx = Fx::instant().await;
+    let id = fx.h.seed_server(&SeedServer::new("web-1")).unwrap();
+    let server = fx.get(&format!("/servers/{id}")).await.body["server"].clone();
+    let v4 = server["public_net"]["ipv4"]["ip"].as_str().unwrap().to_owned();
+    let default_ptr = server["public_net"]["ipv4"]["dns_ptr"].clone();
+    assert_eq!(server["public_net"]["ipv6"]["dns_ptr"], json!([]));
+    let v6 = server["public_net"]["ipv6"]["ip"].as_str().unwrap().replace("::/64", "::1");
+    let path = format!("/servers/{id}/actions/change_dns_ptr");
+
+    let r = fx.post(&path, json!({"ip": v4, "dns_ptr": "web-1.example.com"})).await;
+    assert_eq!((r.status, r.body["action"]["command"].as_str()), (201, Some("change_dns_ptr")), "{}", r.body);
+    let r = fx.post(&path, json!({"ip": v6, "dns_ptr": "web-1.example.com"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let s = fx.get(&format!("/servers/{id}")).await.body["server"]["public_net"].clone();
+    assert_eq!(s["ipv4"]["dns_ptr"], "web-1.example.com");
+    assert_eq!(s["ipv6"]["dns_ptr"], json!([{"ip": v6, "dns_ptr": "web-1.example.com"}]));
+    // The Primary IPs show the same entries.
+    let ips = fx.get("/primary_ips").await.body["primary_ips"].clone();
+    let v4_ip = ips.as_array().unwrap().iter().find(|p| p["type"] == "ipv4").unwrap();
+    assert_eq!(v4_ip["dns_ptr"], json!([{"ip": v4, "dns_ptr": "web-1.example.com"}]));
+    let v6_ip = ips.as_array().unwrap().iter().find(|p| p["type"] == "ipv6").unwrap();
+    assert_eq!(v6_ip["dns_ptr"], json!([{"ip": v6, "dns_ptr": "web-1.example.com"}]));
+
+    // `null` resets: the IPv4 to its default, the IPv6 entry goes.
+    fx.post(&path, json!({"ip": v4, "dns_ptr": null})).await;
+    fx.post(&path, json!({"ip": v6, "dns_ptr": null})).await;
+    let s = fx.get(&format!("/servers/{id}")).await.body["server"]["public_net"].clone();
+    assert_eq!((s["ipv4"]["dns_ptr"].clone(), s["ipv6"]["dns_ptr"].clone()), (default_ptr, json!([])));
+
+    for body in [
+        json!({"ip": "203.0.113.1", "dns_ptr": "x.example.com"}),
+        json!({"ip": "2001:db8:ffff::1", "dns_ptr": "x.example.com"}),
+        json!({"ip": "nonsense", "dns_ptr": "x.example.com"}),
+        json!({"ip": v4, "dns_ptr": ""}),
+        json!({"ip": v4}),
+    ] {
+        let r = fx.post(&path, body.clone()).await;
+        assert_eq!((r.status, r.code()), (400, "invalid_input"), "{body}: {}", r.body);
+    }
+}

@@ -36,6 +36,32 @@ async fn catalogue_and_removed_endpoints() {
     assert!(lb11.as_object().unwrap().contains_key("deprecation"));
 }
 
+/// The hcloud CLI's plain `server-type describe` and `load-balancer-type describe` failed with
+/// "failed to get prices": they read `GET /pricing`, which the fake did not serve.
+#[tokio::test]
+async fn pricing_has_the_prices_of_every_type() {
+    let fx = Fx::instant().await;
+    let r = fx.get("/pricing").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = &r.body["pricing"];
+    assert_eq!((p["currency"].as_str(), p["vat_rate"].as_str()), (Some("EUR"), Some("19.00")));
+    let types = fx.get("/server_types?per_page=50").await.body["server_types"].clone();
+    assert_eq!(p["server_types"].as_array().unwrap().len(), types.as_array().unwrap().len());
+    for t in types.as_array().unwrap() {
+        let priced = p["server_types"].as_array().unwrap().iter().find(|x| x["id"] == t["id"]).unwrap();
+        assert_eq!((&priced["name"], &priced["prices"]), (&t["name"], &t["prices"]), "{}", t["name"]);
+    }
+    let lb11 = fx.get("/load_balancer_types?name=lb11").await.body["load_balancer_types"][0].clone();
+    let priced = p["load_balancer_types"].as_array().unwrap().iter().find(|x| x["name"] == "lb11").unwrap();
+    assert_eq!((&priced["id"], &priced["prices"]), (&lb11["id"], &lb11["prices"]));
+    let ipv4 = p["primary_ips"].as_array().unwrap().iter().find(|x| x["type"] == "ipv4").unwrap();
+    assert_eq!(ipv4["prices"].as_array().unwrap().len(), 6, "every location");
+    assert!(ipv4["prices"][0]["price_monthly"]["gross"].is_string());
+    for key in ["image", "volume"] {
+        assert!(p[key]["price_per_gb_month"]["net"].is_string(), "{key}");
+    }
+}
+
 #[tokio::test]
 async fn primary_ips_and_released_addresses() {
     let fx = Fx::instant().await;
@@ -74,6 +100,51 @@ async fn primary_ips_and_released_addresses() {
     assert_eq!(fx.h.server(next).unwrap().public_net.ipv4.unwrap().ip, spare_ip);
     let again = fx.h.seed_server(&SeedServer::new("again")).unwrap();
     assert_eq!(fx.h.server(again).unwrap().public_net.ipv4.unwrap().ip, ipv4.ip);
+}
+
+/// `hcloud primary-ip add-label/update` answered `method not allowed`: no `PUT /primary_ips/{id}`.
+/// A server's Primary IPs can be renamed and labelled too, and keep that while assigned.
+#[tokio::test]
+async fn put_changes_name_labels_and_auto_delete_of_primary_ips() {
+    let fx = Fx::instant().await;
+    let server = fx.h.seed_server(&SeedServer::new("s")).unwrap();
+    let ipv4 = fx.h.server(server).unwrap().public_net.ipv4.unwrap().id;
+    let ipv6 = fx.h.server(server).unwrap().public_net.ipv6.unwrap().id;
+    let r = fx.get(&format!("/primary_ips/{ipv4}")).await;
+    assert_eq!(r.body["primary_ip"]["name"], format!("primary_ip-{ipv4}"));
+    assert_eq!(r.body["primary_ip"]["auto_delete"], true);
+
+    let r = fx
+        .put(&format!("/primary_ips/{ipv4}"), json!({"name": "web-v4", "labels": {"a": "b"}, "auto_delete": false}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = &r.body["primary_ip"];
+    assert_eq!(
+        (p["name"].as_str(), p["labels"].clone(), p["auto_delete"].as_bool()),
+        (Some("web-v4"), json!({"a": "b"}), Some(false))
+    );
+    assert_eq!(p["assignee_id"], server);
+    let r = fx.get("/primary_ips?label_selector=a%3Db").await;
+    assert_eq!(r.body["primary_ips"].as_array().unwrap().len(), 1);
+    let r = fx.put(&format!("/primary_ips/{ipv6}"), json!({"name": "web-v6"})).await;
+    assert_eq!(
+        (r.body["primary_ip"]["name"].as_str(), r.body["primary_ip"]["type"].as_str()),
+        (Some("web-v6"), Some("ipv6"))
+    );
+
+    let spare =
+        fx.post("/primary_ips", json!({"name": "spare", "type": "ipv6", "location": "fsn1"})).await.id("primary_ip");
+    let r = fx.put(&format!("/primary_ips/{spare}"), json!({"labels": {"use": "later"}, "auto_delete": true})).await;
+    assert_eq!(
+        (r.body["primary_ip"]["labels"].clone(), r.body["primary_ip"]["auto_delete"].as_bool()),
+        (json!({"use": "later"}), Some(true))
+    );
+    assert_eq!(r.body["primary_ip"]["name"], "spare");
+
+    let r = fx.put(&format!("/primary_ips/{spare}"), json!({"name": "web-v4"})).await;
+    assert_eq!((r.status, r.code()), (409, "uniqueness_error"));
+    assert_eq!(fx.put(&format!("/primary_ips/{spare}"), json!({"labels": {"!": "x"}})).await.code(), "invalid_input");
+    assert_eq!(fx.put("/primary_ips/1", json!({})).await.status, 404);
 }
 
 #[tokio::test]

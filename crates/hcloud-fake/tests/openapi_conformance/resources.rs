@@ -43,6 +43,16 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
         c.get("/load_balancer_types/{id}", &format!("/load_balancer_types/{id}")).await;
     }
     c.get("/load_balancer_types", "/load_balancer_types?name=lb-legacy").await;
+    let images = c.get("/images", "/images?type=system&include_deprecated=true&sort=name:asc&per_page=50").await;
+    for i in images["images"].as_array().unwrap().clone() {
+        let id = i["id"].as_u64().unwrap();
+        c.get("/images/{id}", &format!("/images/{id}")).await;
+    }
+    c.get("/images", "/images?name=ubuntu-24.04&architecture=arm&status=available&label_selector=!x").await;
+    c.get("/locations", "/locations?sort=name:desc").await;
+    c.get("/pricing", "/pricing").await;
+    c.expect_error(Method::GET, "/images", "/images?sort=size", None, 400, "invalid_input").await;
+    c.expect_error(Method::GET, "/images/{id}", "/images/1", None, 404, "not_found").await;
     // Removed since 2026-10-01.
     c.expect_error(Method::GET, "/datacenters", "/datacenters", None, 410, "deprecated_api_endpoint").await;
     c.expect_error(Method::GET, "/datacenters/{id}", "/datacenters/1", None, 410, "deprecated_api_endpoint").await;
@@ -167,6 +177,14 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     assert_eq!(s, 201, "{spare}");
     let spare = spare["primary_ip"]["id"].as_u64().unwrap();
     c.get("/primary_ips", "/primary_ips?label_selector=spare").await;
+    for (id, body) in [
+        (spare, json!({"name": "spare-2", "labels": {"spare": "yes", "team": "x"}, "auto_delete": true})),
+        (ipv4.id, json!({"labels": {"role": "web"}})),
+    ] {
+        let (s, _) = c.call(Method::PUT, "/primary_ips/{id}", &format!("/primary_ips/{id}"), Some(body)).await;
+        assert_eq!(s, 200);
+    }
+    c.get("/primary_ips", "/primary_ips?sort=created:desc&sort=id").await;
     c.expect_error(
         Method::DELETE,
         "/primary_ips/{id}",
@@ -236,6 +254,8 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     c.get("/networks/{id}/actions", &format!("/networks/{net}/actions")).await;
     c.get("/networks/actions/{id}", &format!("/networks/actions/{add_route}")).await;
 
+    names_labels_subnets_protection(c, h, net, other_net, server2).await;
+
     // ----- certificates -----
     let pem = include_str!("../fixtures/test-only-cert.pem");
     let (s, up) = c
@@ -267,6 +287,24 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     c.get("/certificates", "/certificates").await;
     c.get("/certificates", "/certificates?type=managed&label_selector=!kind").await;
     c.get("/certificates", "/certificates?name=uploaded").await;
+    let (s, _) = c
+        .call(
+            Method::PUT,
+            "/certificates/{id}",
+            &format!("/certificates/{cert}"),
+            Some(json!({"labels": {"kind": "up"}})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    c.expect_error(
+        Method::PUT,
+        "/certificates/{id}",
+        &format!("/certificates/{cert}"),
+        Some(json!({"name": "managed"})),
+        409,
+        "uniqueness_error",
+    )
+    .await;
     c.get("/certificates/{id}", &format!("/certificates/{cert}")).await;
     c.get("/certificates/{id}", &format!("/certificates/{managed_id}")).await;
     c.get("/certificates/{id}/actions/{action_id}", &format!("/certificates/{managed_id}/actions/{issue}")).await;
@@ -284,4 +322,111 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
     .await;
 
     Made { net, other_net, server, server2, private_only, gw, cert, create_action, add_route, issue }
+}
+
+/// What Hetzner's hcloud CLI manages besides the CCM's needs: names and labels (`PUT`),
+/// subnets, the network's range, protection, reboot/reset, sorted lists.
+async fn names_labels_subnets_protection(c: &mut Client, h: &FakeHandle, net: u64, other_net: u64, server2: u64) {
+    c.get("/servers", "/servers?sort=name:desc&sort=id").await;
+    c.get("/networks", "/networks?sort=created:desc").await;
+    let (s, _) = c
+        .call(Method::PUT, "/servers/{id}", &format!("/servers/{server2}"), Some(json!({"labels": {"tier": "db"}})))
+        .await;
+    assert_eq!(s, 200);
+    c.expect_error(
+        Method::PUT,
+        "/servers/{id}",
+        &format!("/servers/{server2}"),
+        Some(json!({"name": "node-1"})),
+        409,
+        "uniqueness_error",
+    )
+    .await;
+    for body in [json!({"delete": true, "rebuild": true}), json!({"delete": false, "rebuild": false})] {
+        c.act(
+            "/servers/{id}/actions/change_protection",
+            &format!("/servers/{server2}/actions/change_protection"),
+            body,
+        )
+        .await;
+    }
+    c.act("/servers/{id}/actions/reboot", &format!("/servers/{server2}/actions/reboot"), json!({})).await;
+    let v4 = h.server(server2).unwrap().public_net.ipv4.unwrap().ip;
+    let rdns = format!("/servers/{server2}/actions/change_dns_ptr");
+    for ptr in [json!("node-2.example.com"), json!(null)] {
+        c.act("/servers/{id}/actions/change_dns_ptr", &rdns, json!({"ip": v4, "dns_ptr": ptr})).await;
+    }
+    c.expect_error(
+        Method::POST,
+        "/servers/{id}/actions/change_dns_ptr",
+        &rdns,
+        Some(json!({"ip": "203.0.113.1", "dns_ptr": "x.example.com"})),
+        400,
+        "invalid_input",
+    )
+    .await;
+    c.act("/servers/{id}/actions/reset", &format!("/servers/{server2}/actions/reset"), json!({})).await;
+
+    let (s, _) = c
+        .call(
+            Method::PUT,
+            "/networks/{id}",
+            &format!("/networks/{other_net}"),
+            Some(json!({"labels": {"kind": "other"}, "expose_routes_to_vswitch": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let subnet = |action: &str| format!("/networks/{other_net}/actions/{action}");
+    c.act(
+        "/networks/{id}/actions/add_subnet",
+        &subnet("add_subnet"),
+        json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "192.168.2.0/24"}),
+    )
+    .await;
+    c.act(
+        "/networks/{id}/actions/add_subnet",
+        &subnet("add_subnet"),
+        json!({"type": "cloud", "network_zone": "us-east"}),
+    )
+    .await;
+    c.get("/networks/{id}", &format!("/networks/{other_net}")).await;
+    c.act("/networks/{id}/actions/delete_subnet", &subnet("delete_subnet"), json!({"ip_range": "192.168.2.0/24"}))
+        .await;
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/add_subnet",
+        &subnet("add_subnet"),
+        Some(json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "10.0.0.0/24"})),
+        400,
+        "invalid_input",
+    )
+    .await;
+    // A subnet with servers in it cannot go (the API's `service_error`).
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/delete_subnet",
+        &format!("/networks/{net}/actions/delete_subnet"),
+        Some(json!({"ip_range": "10.0.0.0/24"})),
+        503,
+        "service_error",
+    )
+    .await;
+    let growing = h.seed_network(&SeedNetwork::new("growing", "172.16.0.0/16")).unwrap();
+    let action = |a: &str| format!("/networks/{growing}/actions/{a}");
+    c.act("/networks/{id}/actions/change_ip_range", &action("change_ip_range"), json!({"ip_range": "172.16.0.0/12"}))
+        .await;
+    c.expect_error(
+        Method::POST,
+        "/networks/{id}/actions/change_ip_range",
+        &action("change_ip_range"),
+        Some(json!({"ip_range": "172.16.0.0/16"})),
+        400,
+        "invalid_input",
+    )
+    .await;
+    c.act("/networks/{id}/actions/change_protection", &action("change_protection"), json!({"delete": true})).await;
+    c.expect_error(Method::DELETE, "/networks/{id}", &format!("/networks/{growing}"), None, 403, "protected").await;
+    c.act("/networks/{id}/actions/change_protection", &action("change_protection"), json!({"delete": false})).await;
+    let (s, _) = c.call(Method::DELETE, "/networks/{id}", &format!("/networks/{growing}"), None).await;
+    assert_eq!(s, 204);
 }

@@ -4,8 +4,9 @@ use super::targets::health_for;
 use crate::catalog::catalog;
 use crate::label_selector::LabelSelector;
 use crate::pagination::PageRequest;
+use crate::sort::SortRequest;
 use crate::state::records::{HealthKey, LoadBalancerRecord, TargetRecord};
-use crate::state::store::State;
+use crate::state::store::{State, sort_records};
 use crate::time::rfc3339;
 use crate::wire::{
     Algorithm, LoadBalancer, LoadBalancerPrivateNet, LoadBalancerPublicIp, LoadBalancerPublicNet, Meta, ResourceId,
@@ -16,6 +17,8 @@ use crate::wire::{
 pub(crate) struct LoadBalancerFilter {
     pub name: Option<String>,
     pub label_selector: Option<LabelSelector>,
+    /// Requested order (`id`, `name`, `created`).
+    pub sort: SortRequest,
 }
 
 impl State {
@@ -98,12 +101,13 @@ impl State {
 
     /// `GET /load_balancers`.
     pub fn list_load_balancers(&self, filter: &LoadBalancerFilter, page: PageRequest) -> (Vec<LoadBalancer>, Meta) {
-        let matching: Vec<&LoadBalancerRecord> = self
+        let mut matching: Vec<&LoadBalancerRecord> = self
             .load_balancers
             .values()
             .filter(|l| filter.name.as_ref().is_none_or(|n| &l.name == n))
             .filter(|l| filter.label_selector.as_ref().is_none_or(|sel| sel.matches(&l.labels)))
             .collect();
+        sort_records(&filter.sort, &mut matching, |l| (l.id, &l.name, l.created));
         let (slice, meta) = page.apply(&matching);
         (slice.iter().map(|l| self.render_load_balancer(l)).collect(), meta)
     }

@@ -1,24 +1,29 @@
 //! Servers: create (with public and private IPs), power actions, network attach/detach,
-//! delete, instant test mutations, rendering and listing.
+//! delete, instant test mutations; [`networks`]: attach/detach and private interfaces;
+//! [`render`]: the served shape and listing.
+
+mod networks;
+mod rdns;
+mod render;
+
+use rdns::dns_ptr_v4;
+pub(crate) use rdns::v6_dns_ptrs;
+pub(crate) use render::ServerFilter;
 
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv6Net;
 
 use super::effect::Effect;
-use super::records::{Member, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord};
+use super::records::{Member, PrimaryIpMeta, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord};
 use super::store::{State, bump};
-use super::validate::{parse_ipv4, parse_ipv4_net, validate_labels};
+use super::validate::{parse_ipv4, validate_labels};
 use crate::catalog::catalog;
 use crate::control::{NetworkRef, ResourceKind, ResourceRef, SeedServer, SeedServerBatch, ServerPatch};
 use crate::error::ApiError;
-use crate::label_selector::LabelSelector;
-use crate::pagination::PageRequest;
-use crate::time::{now_unix, rfc3339};
-use crate::wire::request::{AttachServerToNetworkRequest, CreateServerRequest, DetachFromNetworkRequest, IdOrName};
-use crate::wire::{
-    Ipv4, Ipv6, Labels, Meta, Server, ServerPrivateNet, ServerProtection, ServerPublicNet, ServerStatus,
-};
+use crate::time::now_unix;
+use crate::wire::request::{ChangeServerProtectionRequest, CreateServerRequest, IdOrName, UpdateRequest};
+use crate::wire::{Labels, ServerProtection, ServerStatus};
 
 /// Everything needed to insert a server (shared by the API and seeding).
 pub(crate) struct ServerSpec {
@@ -37,14 +42,6 @@ pub(crate) struct ServerSpec {
     pub protection_delete: bool,
 }
 
-/// Filters of `GET /servers`.
-#[derive(Debug, Default)]
-pub(crate) struct ServerFilter {
-    pub name: Option<String>,
-    pub label_selector: Option<LabelSelector>,
-    pub status: Vec<ServerStatus>,
-}
-
 /// Server names must be valid hostnames (RFC 1123), like the API requires.
 fn validate_hostname(name: &str) -> Result<(), ApiError> {
     let ok = !name.is_empty()
@@ -57,11 +54,6 @@ fn validate_hostname(name: &str) -> Result<(), ApiError> {
                 && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         });
     if ok { Ok(()) } else { Err(ApiError::invalid_input("name", format!("'{name}' is not a valid hostname"))) }
-}
-
-fn dns_ptr_v4(ip: Ipv4Addr) -> String {
-    let o = ip.octets();
-    format!("static.{}.{}.{}.{}.clients.your-server.de", o[3], o[2], o[1], o[0])
 }
 
 fn root_password(id: u64) -> String {
@@ -152,7 +144,8 @@ impl State {
                 }
                 None => self.public_ips.allocate_v4()?,
             };
-            Some(PublicV4 { id: self.next_primary_ip_id(), ip, dns_ptr: dns_ptr_v4(ip) })
+            let id = self.next_primary_ip_id();
+            Some(PublicV4 { id, ip, dns_ptr: dns_ptr_v4(ip), meta: PrimaryIpMeta::of_server(id) })
         } else {
             None
         };
@@ -164,7 +157,8 @@ impl State {
                 }
                 None => self.public_ips.allocate_v6()?,
             };
-            Some(PublicV6 { id: self.next_primary_ip_id(), net })
+            let id = self.next_primary_ip_id();
+            Some(PublicV6 { id, net, meta: PrimaryIpMeta::of_server(id), dns_ptrs: Default::default() })
         } else {
             None
         };
@@ -286,71 +280,53 @@ impl State {
         Ok(ids)
     }
 
-    /// `poweron` / `poweroff` / `shutdown`: the status changes when the action finishes.
-    pub fn server_power(&mut self, id: u64, command: &str, status: ServerStatus) -> Result<u64, ApiError> {
+    /// `poweron` / `poweroff` / `shutdown` / `reset` / `reboot`: the status changes to `status`
+    /// when the action finishes (`None`: it stays, as after an ACPI reboot).
+    pub fn server_power(&mut self, id: u64, command: &str, status: Option<ServerStatus>) -> Result<u64, ApiError> {
         self.server_record(id)?;
         self.ensure_unlocked(ResourceKind::Server, id)?;
-        Ok(self.start_action(command, vec![ResourceRef::server(id)], Some(Effect::ServerStatus { server: id, status })))
+        let effect = status.map(|status| Effect::ServerStatus { server: id, status });
+        Ok(self.start_action(command, vec![ResourceRef::server(id)], effect))
     }
 
-    /// `attach_to_network`: IPs are reserved now and assigned when the action finishes.
-    pub fn attach_server(&mut self, id: u64, req: &AttachServerToNetworkRequest) -> Result<u64, ApiError> {
-        let server = self.server_record(id)?;
-        let zone = server.location.network_zone.clone();
-        let attached = server.private_net.iter().any(|n| n.network == req.network);
+    /// `PUT /servers/{id}`: name (a valid hostname, unique) and labels (they replace).
+    pub fn update_server(&mut self, id: u64, req: &UpdateRequest) -> Result<(), ApiError> {
+        self.server_record(id)?;
         self.ensure_unlocked(ResourceKind::Server, id)?;
-        if !self.networks.contains_key(&req.network) {
-            return Err(ApiError::invalid_input("network", format!("network {} not found", req.network)));
-        }
-        if attached {
-            return Err(ApiError::new(
-                "server_already_attached",
-                format!("server {id} is already attached to network {}", req.network),
-            ));
-        }
-        let requested = req.ip.as_deref().map(|s| parse_ipv4("ip", s)).transpose()?;
-        let ip_range = req.ip_range.as_deref().map(|s| parse_ipv4_net("ip_range", s)).transpose()?;
-        let aliases =
-            req.alias_ips.iter().flatten().map(|s| parse_ipv4("alias_ips", s)).collect::<Result<Vec<_>, _>>()?;
-        let ip = self.pick_private_ip(req.network, &zone, requested, ip_range)?;
-        for alias in &aliases {
-            if *alias == ip {
-                return Err(ApiError::new("ip_not_available", format!("{alias} is the primary IP")));
-            }
-            self.check_private_ip(req.network, &zone, *alias, ip_range)?;
-        }
-        let action_id = self.peek_action_id();
-        if let Some(n) = self.networks.get_mut(&req.network) {
-            n.members.insert(ip, Member::Reserved(action_id));
-            for alias in &aliases {
-                n.members.insert(*alias, Member::Reserved(action_id));
+        if let Some(name) = &req.name {
+            validate_hostname(name)?;
+            if self.server_id_by_name(name).is_some_and(|other| other != id) {
+                return Err(ApiError::uniqueness("name"));
             }
         }
-        Ok(self.start_action(
-            "attach_to_network",
-            vec![ResourceRef::server(id), ResourceRef::network(req.network)],
-            Some(Effect::ServerAttach { server: id, network: req.network, ip, alias_ips: aliases }),
-        ))
+        if let Some(labels) = &req.labels {
+            validate_labels(labels)?;
+        }
+        if let Some(s) = self.servers.get_mut(&id) {
+            if let Some(name) = &req.name {
+                s.name.clone_from(name);
+            }
+            if let Some(labels) = &req.labels {
+                s.labels.clone_from(labels);
+            }
+        }
+        Ok(())
     }
 
-    /// `detach_from_network`.
-    pub fn detach_server(&mut self, id: u64, req: &DetachFromNetworkRequest) -> Result<u64, ApiError> {
-        let server = self.server_record(id)?;
-        let attached = server.private_net.iter().any(|n| n.network == req.network);
+    /// `change_protection`: delete and rebuild protection change together (the API wants both
+    /// equal; an absent one takes the other's value, or keeps the current setting).
+    pub fn change_server_protection(&mut self, id: u64, req: &ChangeServerProtectionRequest) -> Result<u64, ApiError> {
+        let current = self.server_record(id)?.protection;
         self.ensure_unlocked(ResourceKind::Server, id)?;
-        if !self.networks.contains_key(&req.network) {
-            return Err(ApiError::invalid_input("network", format!("network {} not found", req.network)));
-        }
-        if !attached {
-            return Err(ApiError::new(
-                "server_not_attached_to_network",
-                format!("server {id} is not attached to network {}", req.network),
-            ));
+        let delete = req.delete.or(req.rebuild).unwrap_or(current.delete);
+        let rebuild = req.rebuild.or(req.delete).unwrap_or(current.rebuild);
+        if delete != rebuild {
+            return Err(ApiError::invalid_input("rebuild", "delete and rebuild protection must have the same value"));
         }
         Ok(self.start_action(
-            "detach_from_network",
-            vec![ResourceRef::server(id), ResourceRef::network(req.network)],
-            Some(Effect::ServerDetach { server: id, network: req.network }),
+            "change_protection",
+            vec![ResourceRef::server(id)],
+            Some(Effect::ServerProtection { server: id, delete, rebuild }),
         ))
     }
 
@@ -406,25 +382,6 @@ impl State {
         Ok(())
     }
 
-    /// Moves a server's private IP in a network to `ip` at once (what a detach and an attach
-    /// with another IP do, without actions): `server_not_attached_to_network` if it is not
-    /// attached, `ip_not_available` if `ip` is taken or outside the server's subnets.
-    pub fn move_private_ip(&mut self, id: u64, network: u64, ip: &str) -> Result<(), ApiError> {
-        let server = self.server_record(id)?;
-        let zone = server.location.network_zone.clone();
-        let Some(nic) = server.private_net.iter().find(|n| n.network == network).cloned() else {
-            return Err(ApiError::new(
-                "server_not_attached_to_network",
-                format!("server {id} is not attached to network {network}"),
-            ));
-        };
-        let ip = parse_ipv4("ip", ip)?;
-        self.check_private_ip(network, &zone, ip, None)?;
-        self.detach_server_nic(id, network);
-        self.attach_server_nic(id, PrivateNic { ip, ..nic });
-        Ok(())
-    }
-
     /// Removes a server and every reference to it.
     pub(crate) fn remove_server(&mut self, id: u64) {
         let Some(server) = self.servers.remove(&id) else {
@@ -444,116 +401,5 @@ impl State {
         if let Some(v6) = server.ipv6 {
             self.public_ips.release_v6(v6.net);
         }
-    }
-
-    /// Adds a private interface and registers its IPs in the network.
-    pub(crate) fn attach_server_nic(&mut self, server: u64, nic: PrivateNic) {
-        if let Some(n) = self.networks.get_mut(&nic.network) {
-            n.members.insert(nic.ip, Member::Server(server));
-            for a in &nic.alias_ips {
-                n.members.insert(*a, Member::Alias(server));
-            }
-        }
-        if let Some(s) = self.servers.get_mut(&server) {
-            s.private_net.retain(|p| p.network != nic.network);
-            s.private_net.push(nic);
-        }
-    }
-
-    /// Removes a private interface.
-    pub(crate) fn detach_server_nic(&mut self, server: u64, network: u64) {
-        if let Some(n) = self.networks.get_mut(&network) {
-            n.members.retain(|_, m| *m != Member::Server(server) && *m != Member::Alias(server));
-        }
-        if let Some(s) = self.servers.get_mut(&server) {
-            s.private_net.retain(|p| p.network != network);
-        }
-    }
-
-    /// Load balancers that target a server (directly or by label selector).
-    fn load_balancers_of(&self, s: &ServerRecord) -> Vec<u64> {
-        self.load_balancers
-            .values()
-            .filter(|lb| {
-                lb.targets.iter().any(|t| match t {
-                    TargetRecord::Server { id, .. } => *id == s.id,
-                    TargetRecord::LabelSelector { selector, .. } => selector.matches(&s.labels),
-                    TargetRecord::Ip { .. } => false,
-                })
-            })
-            .map(|lb| lb.id)
-            .collect()
-    }
-
-    /// The server as served.
-    pub fn render_server(&self, s: &ServerRecord) -> Server {
-        let cat = catalog();
-        Server {
-            id: s.id,
-            name: s.name.clone(),
-            status: s.status,
-            created: rfc3339(s.created),
-            public_net: ServerPublicNet {
-                ipv4: s.ipv4.as_ref().map(|v| Ipv4 {
-                    id: v.id,
-                    ip: v.ip.to_string(),
-                    blocked: false,
-                    dns_ptr: v.dns_ptr.clone(),
-                }),
-                ipv6: s.ipv6.as_ref().map(|v| Ipv6 {
-                    id: v.id,
-                    ip: v.net.to_string(),
-                    blocked: false,
-                    dns_ptr: Some(Vec::new()),
-                }),
-                floating_ips: Vec::new(),
-                firewalls: Vec::new(),
-            },
-            private_net: s
-                .private_net
-                .iter()
-                .map(|n| ServerPrivateNet {
-                    network: n.network,
-                    ip: n.ip.to_string(),
-                    alias_ips: n.alias_ips.iter().map(ToString::to_string).collect(),
-                    mac_address: n.mac.clone(),
-                })
-                .collect(),
-            server_type: s.server_type.clone(),
-            location: s.location.clone(),
-            image: s.image.cloned(),
-            iso: None,
-            rescue_enabled: false,
-            locked: self.is_locked(ResourceKind::Server, s.id),
-            backup_window: None,
-            outgoing_traffic: Some(0),
-            ingoing_traffic: Some(0),
-            included_traffic: Some(cat.server_included_traffic(s.server_type, &s.location.name)),
-            protection: s.protection,
-            labels: s.labels.clone(),
-            volumes: Vec::new(),
-            load_balancers: self.load_balancers_of(s),
-            // Disk sizes are whole GB in the catalogue.
-            primary_disk_size: s.server_type.disk as u64,
-            placement_group: None,
-        }
-    }
-
-    /// A server as served.
-    pub fn server(&self, id: u64) -> Option<Server> {
-        self.servers.get(&id).map(|s| self.render_server(s))
-    }
-
-    /// `GET /servers`: one page, only that page is rendered.
-    pub fn list_servers(&self, filter: &ServerFilter, page: PageRequest) -> (Vec<Server>, Meta) {
-        let matching: Vec<&ServerRecord> = self
-            .servers
-            .values()
-            .filter(|s| filter.name.as_ref().is_none_or(|n| &s.name == n))
-            .filter(|s| filter.label_selector.as_ref().is_none_or(|sel| sel.matches(&s.labels)))
-            .filter(|s| filter.status.is_empty() || filter.status.contains(&s.status))
-            .collect();
-        let (slice, meta) = page.apply(&matching);
-        (slice.iter().map(|s| self.render_server(s)).collect(), meta)
     }
 }
