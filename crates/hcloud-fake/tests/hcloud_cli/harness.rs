@@ -104,6 +104,21 @@ impl Cli {
         });
     }
 
+    /// Runs `hcloud <args> -o json` until `ready` holds for what it prints (for a command
+    /// whose action the CLI does not wait for), at most 10 s; the step that follows asserts.
+    pub async fn poll_json(&mut self, args: &[&str], ready: impl Fn(&Value) -> bool) {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-o", "json"]);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let out = self.run(&all).await;
+            if serde_json::from_str::<Value>(&out.stdout).is_ok_and(|doc| ready(&doc)) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// A step that must fail (the CLI's exit status is not 0); `check` inspects stderr.
     pub async fn fails(&mut self, args: &[&str], check: impl FnOnce(&Output, &mut Asserts) -> Check) {
         let out = self.run(args).await;

@@ -1,7 +1,5 @@
 //! Scenario, part 2: Load Balancers, Primary IPs and the clean-up.
 
-use std::time::Duration;
-
 use super::harness::{Cli, rows, s};
 
 pub async fn load_balancers(cli: &mut Cli) {
@@ -168,8 +166,11 @@ pub async fn load_balancers(cli: &mut Cli) {
     cli.step(&["load-balancer", "delete-service", "lb-1", "--listen-port", "443"], |_, _| Ok(())).await;
     // `delete-service` prints as soon as the API accepted it and does not wait for the action
     // (its source: no WaitForActions), so the service goes when the action finishes, as with
-    // the real API. Give the fake's 20 ms actions time to finish before describing.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // the real API. Wait for the action to finish (at most 10 s), then assert.
+    cli.poll_json(&["load-balancer", "describe", "lb-1"], |doc| {
+        doc["services"].as_array().is_some_and(|s| s.len() == 1)
+    })
+    .await;
     cli.json(&["load-balancer", "describe", "lb-1"], |doc, a| {
         a.eq("type after change", s(&doc["load_balancer_type"]["name"]), "lb21")?;
         a.eq("public interface", doc["public_net"]["enabled"].as_bool(), Some(true))?;
