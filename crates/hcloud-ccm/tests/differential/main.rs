@@ -76,3 +76,22 @@ fn the_migration_guide_and_the_suite_declare_the_same_differences() {
         assert!(!d.runs.is_empty(), "`{}` names no run in which it shows up", d.id);
     }
 }
+
+/// The comparison can fail: a changed, a missing and an extra field are found, an undeclared
+/// difference and a declared one that did not show up are both problems.
+#[test]
+fn the_comparison_finds_what_differs_and_the_check_can_fail() {
+    use serde_json::json;
+    let official = json!({"nodes": {"n": {"labels": {"a": "1", "b": "2"}, "taints": []}}});
+    let ours = json!({"nodes": {"n": {"labels": {"a": "9", "c": "3"}, "taints": []}}});
+    let found: Vec<String> = differences(&official, &ours).iter().map(|d| d.path.clone()).collect();
+    assert_eq!(found, ["/nodes/n/labels/a", "/nodes/n/labels/b", "/nodes/n/labels/c"]);
+    assert!(differences(&official, &official).is_empty());
+
+    let steps = vec![("step".to_owned(), differences(&official, &ours))];
+    let problems = declared::check("where_the_two_differ_on_purpose", &steps);
+    assert!(problems.iter().any(|p| p.contains("undeclared difference: /nodes/n/labels/a")), "{problems:?}");
+    for d in DECLARED.iter().filter(|d| d.runs.contains(&"where_the_two_differ_on_purpose")) {
+        assert!(problems.iter().any(|p| p.contains(&format!("`{}` did not show up", d.id))), "{problems:?}");
+    }
+}
