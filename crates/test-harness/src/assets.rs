@@ -80,6 +80,36 @@ pub(crate) async fn apiserver_version(assets: &Path) -> Result<ApiServerVersion,
         .ok_or_else(|| HarnessError::Assets(format!("unexpected kube-apiserver --version output: {output:?}")))
 }
 
+/// The variable that picks the Kubernetes version of the control plane.
+pub const VERSION_VARIABLE: &str = "HCLOUD_CCM_KUBERNETES_VERSION";
+
+/// Whether the API server's served `gitVersion` (e.g. `v1.36.3`) is the `requested` one: a
+/// minor (`1.33`) matches any patch of it, a full version (`1.33.13`, `v1.33.13`) only itself.
+pub(crate) fn serves_requested(requested: &str, served: &str) -> bool {
+    let requested = requested.trim().trim_start_matches('v');
+    let served = served.trim().trim_start_matches('v');
+    let served_release = served.split(['-', '+']).next().unwrap_or(served);
+    if requested.split('.').count() == 2 {
+        served_release.strip_prefix(requested).is_some_and(|rest| rest.starts_with('.'))
+    } else {
+        served_release == requested
+    }
+}
+
+/// Fails unless the served version is the one `$HCLOUD_CCM_KUBERNETES_VERSION` asks for (if
+/// it asks): `KUBEBUILDER_ASSETS` overrides the version the provisioning script would pick,
+/// so a pass meant for 1.33 could otherwise rerun another version without anyone noticing.
+pub(crate) fn check_served_version(requested: Option<&str>, served: &str, assets: &Path) -> Result<(), HarnessError> {
+    match requested.filter(|r| !r.trim().is_empty()) {
+        Some(requested) if !serves_requested(requested, served) => Err(HarnessError::Assets(format!(
+            "{VERSION_VARIABLE}={requested} asks for Kubernetes {requested}, but the API server from {} serves {served} \
+             (KUBEBUILDER_ASSETS, when set, decides which binaries run): unset KUBEBUILDER_ASSETS or point it at Kubernetes {requested}",
+            assets.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Run a short command to completion; its stdout on success.
 pub(crate) async fn run_checked(
     program: impl AsRef<std::ffi::OsStr>,
@@ -109,6 +139,23 @@ pub(crate) async fn run_checked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_served_version_must_be_the_requested_one() {
+        assert!(serves_requested("1.33", "v1.33.13"));
+        assert!(serves_requested("1.33.13", "v1.33.13"));
+        assert!(serves_requested("v1.33.13", "v1.33.13"));
+        assert!(!serves_requested("1.33", "v1.36.3"));
+        assert!(!serves_requested("1.3", "v1.33.13"));
+        assert!(!serves_requested("1.33.1", "v1.33.13"));
+        let assets = Path::new("/assets");
+        let error = check_served_version(Some("1.33"), "v1.36.3", assets).expect_err("a mismatch fails");
+        let message = error.to_string();
+        assert!(message.contains("HCLOUD_CCM_KUBERNETES_VERSION=1.33") && message.contains("v1.36.3"), "{message}");
+        assert!(check_served_version(None, "v1.36.3", assets).is_ok());
+        assert!(check_served_version(Some(""), "v1.36.3", assets).is_ok());
+        assert!(check_served_version(Some("1.36"), "v1.36.3", assets).is_ok());
+    }
 
     #[test]
     fn versions_parse() {

@@ -13,7 +13,9 @@ use kube::{Api, Client, Config};
 use tempfile::TempDir;
 use tokio::sync::OnceCell;
 
-use crate::assets::{ApiServerVersion, apiserver_version, find_assets, run_checked};
+use crate::assets::{
+    ApiServerVersion, VERSION_VARIABLE, apiserver_version, check_served_version, find_assets, run_checked,
+};
 use crate::error::HarnessError;
 use crate::kubeconfig::{base64, kubeconfig};
 use crate::lifeline::{Supervised, pid_alive, tail_file};
@@ -119,6 +121,9 @@ impl ControlPlane {
             attempt += 1;
             match start_once(&assets, &version).await {
                 Ok(mut control_plane) => {
+                    let served = control_plane.served_version().await?;
+                    let requested = std::env::var(VERSION_VARIABLE).ok();
+                    check_served_version(requested.as_deref(), &served, &assets)?;
                     control_plane.bootstrap().await?;
                     control_plane.startup = started.elapsed();
                     return Ok(control_plane);
@@ -136,6 +141,17 @@ impl ControlPlane {
     /// Create the namespaces and the CCM's RBAC objects, then wait until the CCM identity can
     /// list Nodes and create TokenReviews (the RBAC authoriser reads from a cache, so bindings
     /// apply after a moment).
+    /// The `gitVersion` the running API server reports on `/version`.
+    async fn served_version(&self) -> Result<String, HarnessError> {
+        let info = self
+            .admin_client()
+            .await?
+            .apiserver_version()
+            .await
+            .map_err(|e| HarnessError::kube("reading the API server's /version", e))?;
+        Ok(info.git_version)
+    }
+
     async fn bootstrap(&self) -> Result<(), HarnessError> {
         let admin = self.admin_client().await?;
         let namespaces: Api<Namespace> = Api::all(admin.clone());
