@@ -9,13 +9,18 @@ the HCL parser by scripts/provision-python-deploy; run this with that virtualenv
     $PY deploy/render.py check    # lint, render every variant, compare the static manifests
     $PY deploy/render.py json     # every variant's objects as JSON (the dry-run test reads it)
     $PY deploy/render.py hcl      # parse-check deploy/dev/*.tf (+ terraform fmt -check if present)
-    $PY deploy/render.py package DIR   # `helm package` the chart into DIR/hcloud-ccm-<version>.tgz
+    $PY deploy/render.py package DIR IMAGE   # the release's chart: DIR/hcloud-ccm-<version>.tgz
+                                             # with image.repository IMAGE (e.g. ghcr.io/o/hcloud-ccm)
 
 The chart (deploy/chart/hcloud-ccm) is the one source of truth: the static manifests are its
 renders with the values in STATIC, and crates/test-harness/tests/deploy.rs fails when they
 drift. `check` also packages the chart (as a release does) and renders the archive: it must give
 the static manifests byte for byte; and the chart's version and appVersion must be the crate
-version of Cargo.toml, the one place a version is set (the image tag defaults to v<appVersion>). Every check prints one line; the last line is `RESULT passed=N failed=M`, and the exit
+version of Cargo.toml, the one place a version is set (the image tag defaults to v<appVersion>).
+The source chart's `image.repository` is `hcloud-ccm` (what `scripts/build-image` tags locally);
+a release packages the chart with the published repository instead (`package DIR IMAGE`), and
+`check` packages it so with an example repository and renders the archive: its Deployment must
+run `IMAGE:v<version>`. Every check prints one line; the last line is `RESULT passed=N failed=M`, and the exit
 status is non-zero when anything failed.
 """
 
@@ -231,16 +236,63 @@ def check_version_and_package(report: Report) -> None:
                 have == want,
                 "".join(difflib.unified_diff(want.splitlines(True), have.splitlines(True), name, archive.name, n=1))[:4000],
             )
+        release = Path(tmp) / "release"
+        try:
+            archive = package_for_release(str(release), EXAMPLE_RELEASE_IMAGE)
+        except Exception as e:  # noqa: BLE001
+            report.check("helm package with the release's image", False, str(e))
+            return
+        check_release_image(report, archive, EXAMPLE_RELEASE_IMAGE)
 
 
-def cmd_package(destination: str) -> int:
-    """`helm package` into `destination`, after the checks a release needs (version, renders)."""
+# The repository a release check packages the chart with (the project's GitHub owner).
+EXAMPLE_RELEASE_IMAGE = "ghcr.io/hcloud-ccm/hcloud-ccm"
+# The line of values.yaml a release rewrites.
+SOURCE_REPOSITORY_LINE = "  repository: hcloud-ccm\n"
+
+
+def package_for_release(destination: str, image: str) -> Path:
+    """`helm package` a copy of the chart whose `image.repository` is `image` into `destination`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / CHART.name
+        shutil.copytree(CHART, copy)
+        values = copy / "values.yaml"
+        text = values.read_text()
+        if text.count(SOURCE_REPOSITORY_LINE) != 1:
+            raise ValueError(f"values.yaml must hold exactly one line {SOURCE_REPOSITORY_LINE.strip()!r}")
+        values.write_text(text.replace(SOURCE_REPOSITORY_LINE, f"  repository: {image}\n"))
+        Path(destination).mkdir(parents=True, exist_ok=True)
+        return Path(package(str(copy), destination=destination))
+
+
+def deployment_images(chart_path: Path) -> list[str]:
+    """The container images of the workload (a Deployment by default) the chart renders with
+    default values."""
+    images = []
+    for _, doc in render({}, chart_path):
+        if "\nkind: Deployment\n" in f"\n{doc}\n":
+            for line in doc.splitlines():
+                stripped = line.strip()
+                if stripped.startswith("image:"):
+                    images.append(stripped.removeprefix("image:").strip().strip('"'))
+    return images
+
+
+def check_release_image(report: Report, archive: Path, image: str) -> None:
+    want = f"{image}:v{crate_version()}"
+    have = deployment_images(archive)
+    report.check(f"the release chart {archive.name} runs {want}", have == [want], f"its Deployment runs {have}")
+
+
+def cmd_package(destination: str, image: str) -> int:
+    """The release's chart in `destination`, after the checks a release needs (version, renders),
+    with `image` as `image.repository`, checked by rendering the archive."""
     report = Report()
     check_version_and_package(report)
     if report.failed:
         return report.finish()
-    Path(destination).mkdir(parents=True, exist_ok=True)
-    archive = package(str(CHART), destination=destination)
+    archive = package_for_release(destination, image)
+    check_release_image(report, archive, image)
     print(f"wrote {archive}")
     return report.finish()
 
@@ -327,10 +379,10 @@ def cmd_hcl() -> int:
 
 def main() -> int:
     commands = {"write": cmd_write, "check": cmd_check, "json": cmd_json, "hcl": cmd_hcl}
-    if len(sys.argv) == 3 and sys.argv[1] == "package":
-        return cmd_package(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "package":
+        return cmd_package(sys.argv[2], sys.argv[3])
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        print(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}} | package DIR", file=sys.stderr)
+        print(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}} | package DIR IMAGE", file=sys.stderr)
         return 2
     return commands[sys.argv[1]]()
 

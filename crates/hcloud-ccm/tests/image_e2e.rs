@@ -204,8 +204,16 @@ fn the_image_is_configured_like_the_official_one_and_has_no_shell() {
                 "--version",
             ],
         );
-        let prefix = concat!("hcloud-ccm ", env!("CARGO_PKG_VERSION"), " (commit ");
-        assert!(version.starts_with(prefix) && version.contains(", built "), "{entrypoint}: {version}");
+        // The commit of this checkout (build.rs reruns when HEAD moves), not merely a commit:
+        // an image of an older commit is stale even when no source file changed.
+        let prefix = concat!(
+            "hcloud-ccm ",
+            env!("CARGO_PKG_VERSION"),
+            " (commit ",
+            env!("HCLOUD_CCM_VERSION_COMMIT"),
+            ", built "
+        );
+        assert!(version.starts_with(prefix), "{entrypoint}: {version}, expected it to start with {prefix}");
     }
     // No shell to exec into.
     let shell = run(
