@@ -40,7 +40,7 @@ const NONROOT: u32 = 65532;
 fn podman() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-image");
     provisioned_path(&script, "HCLOUD_CCM_PODMAN").unwrap_or_else(|e| {
-        panic!("{e}. The image tests need podman and runc (apt-get install podman runc) and do not skip without them.")
+        panic!("{e}. The image tests need root (scripts/build-image installs podman and runc) and do not skip.")
     })
 }
 
