@@ -158,7 +158,8 @@ async fn an_h2_connection_is_closed_once_idle_after_its_last_request() {
 #[tokio::test]
 async fn healthz_answers_while_more_idle_connections_than_the_cap_are_open() {
     common::init_tracing();
-    let limits = Limits { timeouts: short(ms(300)), max_connections: 4, admission_wait: Duration::from_secs(1) };
+    // Every phase times out after 1 s; a connection beyond the cap waits 1 s for a slot.
+    let limits = Limits { timeouts: short(ms(1000)), max_connections: 4, admission_wait: Duration::from_secs(1) };
     let running = start_secure_with(Health::new(), MetricsRegistry::new(), None, limits).await;
     // Four idle TLS connections take every slot, four raw ones fill the waiting room, eight
     // more are refused.
@@ -166,10 +167,17 @@ async fn healthz_answers_while_more_idle_connections_than_the_cap_are_open() {
     for _ in 0..4 {
         idle.push(tls_idle(&running, &[]).await);
     }
-    let mut raw = Vec::new();
+    let mut streams = Vec::new();
     for _ in 0..12 {
-        raw.push(TcpStream::connect(running.addr()).await.expect("connect"));
+        streams.push(TcpStream::connect(running.addr()).await.expect("connect"));
     }
+    // The cap at work: the eight beyond the waiting room are closed at once, long before any
+    // timeout (1 s) could close them; the four waiting ones are still open. Without a cap all
+    // twelve would be served and none closed yet.
+    let outcomes = closed(streams, ms(500)).await;
+    let refused = outcomes.iter().filter(|(closed, _)| *closed).count();
+    assert_eq!(refused, 8, "of 12 connections beyond a full cap of 4 with a waiting room of 4");
+    let mut raw: Vec<TcpStream> = outcomes.into_iter().map(|(_, stream)| stream).collect();
 
     let started = Instant::now();
     let mut answered = None;
