@@ -33,9 +33,10 @@ fn checks(lb: &hcloud_fake::wire::LoadBalancer) -> Vec<(String, u16, Option<Stri
 }
 
 /// `externalTrafficPolicy: Local`, opted in cluster-wide: the LB checks the
-/// `healthCheckNodePort` the API server allocated, over HTTP on `/healthz`; a Service that
-/// opts out keeps the official TCP check on its NodePort; a bad value is a Warning naming the
-/// annotation and what is accepted, and the Load Balancer stays as it was.
+/// `healthCheckNodePort` the API server allocated, over HTTP on `/healthz` (also on a port with
+/// a per-port option); a Service that opts out keeps the official TCP check on its NodePort; a
+/// bad value is a Warning naming the annotation and what is accepted, and the Load Balancer
+/// stays as it was.
 #[tokio::test]
 async fn local_traffic_policy_health_checks_kube_proxy() {
     let env = Env::start(FakeConfig::default()).await;
@@ -46,11 +47,19 @@ async fn local_traffic_policy_health_checks_kube_proxy() {
     create(&api, &local_policy(lb_service("local", &[], &[80, 443]))).await;
     let off = [("load-balancer.hetzner.cloud/health-check-local-endpoints", "false")];
     create(&api, &local_policy(lb_service("optout", &off, &[80]))).await;
+    // A per-port option on one port keeps kube-proxy's check there too (issue 27 item 2).
+    let per_port = [("load-balancer.hetzner.cloud/port.443.protocol", "tcp")];
+    create(&api, &local_policy(lb_service("perport", &per_port, &[80, 443]))).await;
 
     let svc = ensured(&api, "local").await;
     let hc_port = svc.spec.as_ref().unwrap().health_check_node_port.expect("allocated") as u16;
     let want = vec![("http".to_owned(), hc_port, Some("/healthz".to_owned())); 2];
     wait_lb(&h, &svc, "kube-proxy's health check on every port", |l| checks(l) == want).await;
+
+    let perport = ensured(&api, "perport").await;
+    let hc = perport.spec.as_ref().unwrap().health_check_node_port.expect("allocated") as u16;
+    let both = vec![("http".to_owned(), hc, Some("/healthz".to_owned())); 2];
+    wait_lb(&h, &perport, "kube-proxy's check on the per-port port too", |l| checks(l) == both).await;
 
     let optout = ensured(&api, "optout").await;
     let node_port = optout.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].node_port.unwrap() as u16;
