@@ -198,6 +198,23 @@ async fn https_with_an_uploaded_certificate_by_name() {
         err.to_string().contains("annotation load-balancer.hetzner.cloud/http-certificates: \"nope\" is invalid"),
         "{err}"
     );
+    // A per-port value names the annotation the user wrote (issue 27 item 11).
+    let missing = service(
+        &[
+            ("load-balancer.hetzner.cloud/port.443.protocol", "https"),
+            ("load-balancer.hetzner.cloud/port.443.http-certificates", "nope"),
+        ],
+        &[(80, "TCP", 30080), (443, "TCP", 30443)],
+    );
+    let err = s.lbs.ensure_load_balancer("k", &missing, &[]).await.expect_err("unknown certificate");
+    assert_eq!(err.reason(), "InvalidLoadBalancerConfiguration");
+    assert!(
+        err.to_string().contains(
+            "annotation load-balancer.hetzner.cloud/port.443.http-certificates: \"nope\" is invalid; no certificate \
+             with this name exists in the project"
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -179,7 +179,9 @@ impl Catalog {
     pub async fn certificates_for(&self, spec: &LbSpec, owner: &EventObject) -> Result<Resolved, CatalogError> {
         match &spec.certificates {
             CertificateSpec::None => Ok(Resolved::default()),
-            CertificateSpec::Uploaded(refs) => Ok(Resolved { ids: self.uploaded(refs).await?, retire: Vec::new() }),
+            CertificateSpec::Uploaded(refs) => {
+                Ok(Resolved { ids: self.uploaded(refs, a::HTTP_CERTIFICATES).await?, retire: Vec::new() })
+            }
             CertificateSpec::Managed { name, domains, staging } => {
                 self.managed(spec, name, domains, *staging, owner).await
             }
@@ -245,31 +247,34 @@ impl Catalog {
         let mut out = BTreeMap::new();
         for (port, settings) in &spec.port_settings {
             if let Some(refs) = &settings.certificates {
-                out.insert(*port, self.uploaded(refs).await?);
+                // A name that does not exist is reported under the annotation the user wrote.
+                let setting = a::port_annotation(*port, a::HTTP_CERTIFICATES);
+                out.insert(*port, self.uploaded(refs, &setting).await?);
             }
         }
         Ok(out)
     }
 
-    async fn uploaded(&self, refs: &[CertRef]) -> Result<Vec<CertificateId>, CatalogError> {
+    /// The ids of `refs`, read from annotation `setting` (named when a name does not exist).
+    async fn uploaded(&self, refs: &[CertRef], setting: &str) -> Result<Vec<CertificateId>, CatalogError> {
         let mut out = Vec::with_capacity(refs.len());
         for r in refs {
             match r {
                 CertRef::Id(id) => out.push(*id),
-                CertRef::Name(name) => out.push(self.certificate_by_name(name).await?),
+                CertRef::Name(name) => out.push(self.certificate_by_name(name, setting).await?),
             }
         }
         Ok(out)
     }
 
-    async fn certificate_by_name(&self, name: &str) -> Result<CertificateId, CatalogError> {
+    async fn certificate_by_name(&self, name: &str, setting: &str) -> Result<CertificateId, CatalogError> {
         for refresh in [false, true] {
             if let Some(c) = self.certificate_list(refresh).await?.iter().find(|c| c.name == name) {
                 return Ok(c.id);
             }
         }
         Err(CatalogError::Invalid(Invalid::new(
-            format!("annotation {}", a::HTTP_CERTIFICATES),
+            format!("annotation {setting}"),
             name,
             "no certificate with this name exists in the project; accepted: ids or names of existing certificates",
         )))
