@@ -129,3 +129,29 @@ fn a_bad_value_names_the_annotation_and_what_is_accepted() {
           f (Go ParseBool)"]
     );
 }
+
+/// Issue 27 item 3: adoption is decided on the Load Balancer as read just now; the adoption's
+/// `PUT` carries the labels of that read plus the identity label.
+#[test]
+fn adoption_is_decided_on_the_fresh_read_and_writes_its_labels() {
+    use std::sync::Arc;
+
+    let name = "shop-lb";
+    let fresh = |labels: serde_json::Value| Some(Arc::new(observed(json!({"name": name, "labels": labels}))));
+    let adopted = decide_adoption(fresh(json!({"team": "payments"})), name, UID).expect("adoptable").expect("found");
+    let c = Case { annotations: vec![(a::NAME, name)], ..Default::default() };
+    let mut want: Labels = [("team".to_owned(), "payments".to_owned())].into();
+    want.insert("hcloud-ccm/service-uid".to_owned(), UID.to_owned());
+    assert_eq!(
+        c.plan(&adopted).ops.first(),
+        Some(&LbOp::Update(UpdateLoadBalancerRequest { name: None, labels: Some(want) })),
+        "the label set after the list was read is kept"
+    );
+
+    let e = decide_adoption(fresh(json!({"hcloud-ccm/service-uid": "other-cluster"})), name, UID)
+        .expect_err("labelled for someone else meanwhile");
+    assert_eq!(e.owner, "other-cluster");
+    assert_eq!(decide_adoption(None, name, UID), Ok(None), "gone meanwhile: nothing to adopt");
+    let renamed = Some(Arc::new(observed(json!({"name": "renamed", "labels": {}}))));
+    assert_eq!(decide_adoption(renamed, name, UID), Ok(None), "renamed meanwhile: not the one named like ours");
+}

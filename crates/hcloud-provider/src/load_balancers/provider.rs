@@ -17,7 +17,7 @@ use super::annotations as a;
 use super::catalog::{Catalog, CatalogError};
 use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
-use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
+use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
 use super::services::desired_services_by_port;
 use super::spec::{InvalidService, LbSpec, StatusSpec, leaving};
 use super::status::status;
@@ -248,19 +248,14 @@ impl HcloudLoadBalancers {
 
         // Failures of actions tracked before this lookup were handled already (event, fresh read).
         let since = tokio::time::Instant::now();
-        let found = self.inventory.find(&spec.uid, Some(&spec.name)).await.map_err(|e| lookup_error(service, e))?;
+        let found = match self.inventory.find(&spec.uid, Some(&spec.name)).await {
+            Ok(Found::ByName(cached)) => self.adoptable(&cached, spec).await?,
+            found => found.map_err(|e| lookup_error(service, e))?,
+        };
         let mut full: Vec<ServerTarget> = Vec::new();
         let lb = match found {
-            Found::ByLabel(lb) => lb,
-            Found::ByName(lb) => {
-                // Refused before anything is planned: nothing is sent for someone else's.
-                check_adoption(&lb, &spec.uid).map_err(|e| {
-                    warn!(service = %service, load_balancer = %e.id, owner = %e.owner, "not adopting a Load Balancer labelled for someone else");
-                    CloudError::failed(OWNED_ELSEWHERE, format!("Service {service}: {e}"))
-                })?;
-                info!(service = %service, load_balancer = %lb.id, name = %lb.name, "adopting the Load Balancer with this Service's name");
-                lb
-            }
+            // Read fresh and checked by `adoptable`: its labels are the ones the plan keeps.
+            Found::ByLabel(lb) | Found::ByName(lb) => lb,
             Found::None => match mode {
                 Mode::Update => {
                     debug!(service = %service, "no Load Balancer to update");
@@ -539,5 +534,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     }
 }
 
+#[path = "adoption.rs"]
+mod adoption;
 #[path = "deletion.rs"]
 mod deletion;
