@@ -85,7 +85,12 @@ async fn two_load_balancers_with_the_label_are_an_error_not_a_guess() {
     let err =
         s.lbs.ensure_load_balancer("k", &service(&[], &[(80, "TCP", 30080)]), &nodes).await.expect_err("ambiguous");
     assert_eq!(err.reason(), "NonUniqueLoadBalancer");
-    assert!(err.to_string().contains("2 Load Balancers carry the label hcloud-ccm/service-uid="), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "NonUniqueLoadBalancer: Service shop/web: 2 Load Balancers carry the label hcloud-ccm/service-uid="
+        ),
+        "{err}"
+    );
     assert!(mutating(&s.h).is_empty());
     let del = s.lbs.ensure_load_balancer_deleted("k", &service(&[], &[])).await.expect_err("ambiguous");
     assert_eq!(del.reason(), "NonUniqueLoadBalancer");
@@ -113,6 +118,7 @@ async fn bad_annotations_leave_the_load_balancer_untouched() {
         };
         assert_eq!(err.reason(), "InvalidLoadBalancerConfiguration");
         let text = err.to_string();
+        assert!(text.starts_with("InvalidLoadBalancerConfiguration: Service shop/web has an invalid"), "{text}");
         assert!(text.contains("annotation load-balancer.hetzner.cloud/algorithm-type: \"fastest\" is invalid; accepted: round_robin, least_connections"), "{text}");
         assert!(text.contains("health-check-interval: \"10\""), "{text}");
     }
@@ -240,7 +246,14 @@ async fn a_load_balancer_of_another_service_is_never_adopted_by_name() {
         };
         assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
         let text = err.to_string();
-        assert!(text.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{text}");
+        // The reason leads the message: the service controller's Warning shows only the message.
+        assert!(
+            text.starts_with(&format!(
+                "LoadBalancerOwnedElsewhere: Service shop/web: Load Balancer shop-lb ({})",
+                before.id
+            )),
+            "{text}"
+        );
         assert!(text.contains(&format!("hcloud-ccm/service-uid={VICTIM_UID}")), "{text}");
         assert!(text.contains("load-balancer.hetzner.cloud/name"), "{text}");
     }

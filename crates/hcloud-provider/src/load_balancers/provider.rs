@@ -64,6 +64,23 @@ enum Mode {
     Update,
 }
 
+/// `e` with its reason in front of its message. The service controller reports a failed sync
+/// as upstream's `SyncLoadBalancerFailed` (or `DeleteLoadBalancerFailed`,
+/// `UpdateLoadBalancerFailed`) Warning, whose only text is the error's message: the reason
+/// (`LoadBalancerOwnedElsewhere`, `InvalidLoadBalancerConfiguration`, an API error's, ...)
+/// goes there so the events can be searched by it. Every error of the capability passes here.
+fn reason_in_message(e: CloudError) -> CloudError {
+    match e {
+        CloudError::Failed { reason, message, transient, source } => {
+            CloudError::Failed { message: format!("{reason}: {message}"), reason, transient, source }
+        }
+        CloudError::Refused { reason, message } => {
+            CloudError::Refused { message: format!("{reason}: {message}"), reason }
+        }
+        other => other,
+    }
+}
+
 fn invalid(e: InvalidService) -> CloudError {
     CloudError::failed(INVALID, e.to_string())
 }
@@ -478,7 +495,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         self.metrics.operation("hcloud/loadBalancers.GetLoadBalancer");
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
         let service = service_name(svc);
-        let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
+        let lb = self.inventory.find_by_label(uid).await.map_err(|e| reason_in_message(lookup_error(&service, e)))?;
         if lb.is_none() && leaving(svc) {
             // The controller deletes nothing when nothing is found: forgotten here (the API was
             // asked if a create was uncertain).
@@ -501,14 +518,14 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         nodes: &[Node],
     ) -> Result<LoadBalancerStatus, CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancer");
-        let status = self.reconcile(svc, nodes, Mode::Ensure).await?;
+        let status = self.reconcile(svc, nodes, Mode::Ensure).await.map_err(reason_in_message)?;
         // Ensure always creates when nothing is found, so a status exists.
         Ok(status.unwrap_or_default())
     }
 
     async fn update_load_balancer(&self, _cluster: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.UpdateLoadBalancer");
-        self.reconcile(svc, nodes, Mode::Update).await.map(|_| ())
+        self.reconcile(svc, nodes, Mode::Update).await.map(|_| ()).map_err(reason_in_message)
     }
 
     /// The keys the `node-selector` annotation looks at (none when it is absent or invalid:
@@ -522,7 +539,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         let uid = svc.metadata.uid.clone().unwrap_or_default();
         let service = service_name(svc);
         self.health.unwatch(&uid);
-        self.delete(svc, &uid, &service).await
+        self.delete(svc, &uid, &service).await.map_err(reason_in_message)
     }
 
     /// No: a sync reads the Load Balancer, plans against what it read and sends the plan, so
@@ -538,3 +555,21 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
 mod adoption;
 #[path = "deletion.rs"]
 mod deletion;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_leads_the_message_of_failures_and_refusals_only() {
+        let failed = reason_in_message(CloudError::transient("HcloudAPIUnavailable", "Service a/b: boom", None));
+        assert_eq!(failed.to_string(), "HcloudAPIUnavailable: Service a/b: boom");
+        assert!(matches!(failed, CloudError::Failed { transient: true, .. }), "still transient");
+        assert_eq!(failed.reason(), "HcloudAPIUnavailable");
+        let refused = reason_in_message(CloudError::refused("Nope", "no"));
+        assert_eq!((refused.to_string(), refused.awaits_input_change()), ("Nope: no".to_owned(), true));
+        let retry = CloudError::Retry { message: "soon".into(), retry_after: Duration::from_secs(1) };
+        assert_eq!(reason_in_message(retry).to_string(), "soon", "a retry has no reason of its own");
+        assert!(matches!(reason_in_message(CloudError::ImplementedElsewhere), CloudError::ImplementedElsewhere));
+    }
+}
