@@ -11,8 +11,8 @@ use common::lb::{create, delete_node, ensured, fresh_namespace, lb_service, serv
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Patch, PatchParams};
-use test_harness::wait_for_event;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use test_harness::{wait_for, wait_for_event};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
 
@@ -124,6 +124,8 @@ async fn an_unhealthy_target_gives_a_warning_on_the_service() {
 /// Balancer made by hand with a target and a service of its own is adopted by name; the
 /// Service's port and Nodes are added and recorded in `hcloud-ccm.managed/*` labels, the hand-made
 /// ones survive the adoption and a Node's removal, which removes exactly that Node's target.
+/// Deleting the Service keeps the Load Balancer for them: only its own port and target go, then
+/// its identity label and record, and a Normal event says so (issue 27 item 8).
 #[tokio::test]
 async fn foreign_targets_and_services_survive_every_sync() {
     let env = Env::start(FakeConfig::default()).await;
@@ -171,4 +173,22 @@ async fn foreign_targets_and_services_survive_every_sync() {
     })
     .await;
     assert_eq!(ports(&lb), [80, 9000]);
+
+    api.delete("keep", &DeleteParams::default()).await.expect("delete");
+    wait_for(&api, "keep", REACT, "the Service is gone (finalizer removed)", |s| s.is_none()).await.expect("gone");
+    let kept = h.load_balancer(lb.id).expect("the Load Balancer is kept for its hand-made parts");
+    assert_eq!((target_servers(&kept), ports(&kept)), (vec![by_hand], vec![9000]));
+    assert!(kept.labels.is_empty(), "no identity label, no record: {:?}", kept.labels);
+    let e =
+        wait_for_event(&env.client, "Service", "keep", "LoadBalancerKeptForForeignParts", REACT).await.expect("event");
+    assert_eq!(e.type_, "Normal");
+    assert_eq!(
+        e.message,
+        format!(
+            "Load Balancer shop-lb ({}) is kept, not deleted: it has 1 service (port 9000) and 1 target that \
+             hcloud-ccm did not add (keep-foreign); removed this Service's 1 service (port 80) and 1 target and the \
+             label hcloud-ccm/service-uid; delete the Load Balancer yourself when it is no longer needed",
+            lb.id
+        )
+    );
 }
