@@ -1,7 +1,8 @@
 //! End to end: changing `load-balancer.hetzner.cloud/http-managed-certificate-domains` issues a
 //! new managed certificate, switches the HTTPS port to it once it is issued (never to a pending
 //! or failed one while an issued one exists), deletes the old one, and reports a failed
-//! issuance (the fake fails the `create_certificate` action) while keeping the old one.
+//! issuance (the fake fails the `create_certificate` action) while keeping the old one; and
+//! refuses a managed certificate name held by a certificate not labelled for the Service.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -145,4 +146,56 @@ async fn managed_certificate_domains_change() {
     assert_eq!(in_use(&h, &svc), [new]);
     assert!(serving_issued(&h, &svc));
     assert!(certificates(&h, &uid).iter().any(|c| c.0 == new), "the issued certificate is kept");
+}
+
+/// A managed certificate name held by a certificate not labelled for the Service (here a
+/// managed one of another cluster) is refused with a Warning whose text names the reason
+/// `ManagedCertificateConflict` and the way out; nothing is created under another name. With
+/// its own name the Service gets its certificate and Load Balancer (issue 27 item 4).
+#[tokio::test]
+async fn a_managed_certificate_name_of_someone_else_is_refused() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let seed = hcloud_fake::control::SeedCertificate::managed("shop-cert", &["other.example.com"]);
+    let foreign = h.seed_certificate(&seed).expect("certificate of someone else");
+    let (ns, api) = fresh_namespace(&env).await;
+    server_nodes(&env, &["lb-n1"], None, &[]).await;
+    let _ccm = env.ccm(&[LOCATION], &[]).await;
+    let name = "load-balancer.hetzner.cloud/http-managed-certificate-name";
+    let svc = lb_service(
+        "shop",
+        &[
+            ("load-balancer.hetzner.cloud/protocol", "https"),
+            ("load-balancer.hetzner.cloud/certificate-type", "managed"),
+            (DOMAINS, "shop.example.com"),
+            (name, "shop-cert"),
+        ],
+        &[443],
+    );
+    let svc = api.create(&PostParams::default(), &svc).await.expect("create service");
+    let uid = svc.metadata.uid.clone().unwrap();
+    let e = wait_for_event(&env.client, "Service", "shop", "SyncLoadBalancerFailed", REACT).await.expect("warning");
+    assert_eq!(e.type_, "Warning");
+    assert_eq!(
+        e.message,
+        format!(
+            "Error syncing load balancer: failed to ensure load balancer: ManagedCertificateConflict: Service \
+             {ns}/shop: a certificate named shop-cert exists but does not carry the label \
+             hcloud-ccm/service-uid={uid} of this Service; set {name} to another name or delete that certificate"
+        )
+    );
+    let ids: Vec<u64> = h.snapshot().certificates.iter().map(|c| c.id).collect();
+    assert_eq!(ids, vec![foreign], "nothing created under another name");
+    assert!(h.snapshot().load_balancers.is_empty());
+
+    annotate(&api, "shop", serde_json::json!({name: "shop-cert-ours"})).await;
+    wait_lb(&h, &svc, "the Load Balancer with its target", |l| l.targets.len() == 1).await;
+    let mine: Vec<String> = h
+        .snapshot()
+        .certificates
+        .into_iter()
+        .filter(|c| c.labels.get("hcloud-ccm/service-uid") == Some(&uid))
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(mine, vec!["shop-cert-ours".to_owned()]);
 }

@@ -436,7 +436,13 @@ async fn load_balancer_of_another_service_is_not_taken_over_by_name() {
     create(&intruders, &lb_service("grab", &[name], &[80])).await;
     let e = wait_for_event(&env.client, "Service", "grab", "SyncLoadBalancerFailed", REACT).await.expect("warning");
     assert_eq!(e.type_, "Warning");
-    assert!(e.message.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{}", e.message);
+    // The reason the docs name is in the text, so events can be searched by it.
+    let lead = format!(
+        "Error syncing load balancer: failed to ensure load balancer: LoadBalancerOwnedElsewhere: Service {other_ns}/grab: \
+         Load Balancer shop-lb ({})",
+        before.id
+    );
+    assert!(e.message.starts_with(&lead), "{}", e.message);
     assert!(e.message.contains(&format!("hcloud-ccm/service-uid={uid}")), "{}", e.message);
     intruders.delete("grab", &DeleteParams::default()).await.expect("delete");
     wait_for(&intruders, "grab", REACT, "the refused Service is gone", |s| s.is_none()).await.expect("gone");
@@ -471,6 +477,13 @@ async fn bad_annotation_gives_a_warning_and_leaves_the_load_balancer_alone() {
     assert_eq!(e.type_, "Warning");
     assert!(
         e.message.contains("annotation load-balancer.hetzner.cloud/algorithm-type: \"fastest\" is invalid; accepted: round_robin, least_connections"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.starts_with(
+            "Error syncing load balancer: failed to ensure load balancer: InvalidLoadBalancerConfiguration: Service "
+        ),
         "{}",
         e.message
     );

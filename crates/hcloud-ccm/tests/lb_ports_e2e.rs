@@ -1,6 +1,7 @@
 //! End to end: per-port annotations (`load-balancer.hetzner.cloud/port.<port>.<option>`) on one
 //! Service: 80 → http, 443 → https with a certificate, 22 → tcp without PROXY protocol; the
-//! Warning for a bad per-port value; and a sync where nothing changed sends nothing.
+//! Warning for a bad per-port value (naming the per-port annotation, also for a certificate
+//! name that does not exist); and a sync where nothing changed sends nothing.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -95,6 +96,31 @@ async fn per_port_protocol_certificate_and_proxy_protocol() {
             events
                 .iter()
                 .any(|e| e.message.contains("port 2222 is not a TCP port of this Service; accepted ports: 80, 443, 22"))
+        })
+    })
+    .await
+    .unwrap();
+    // A per-port certificate name that does not exist: the Warning names the per-port
+    // annotation the user wrote, not the Service-wide one (issue 27 item 11).
+    annotate(
+        &api,
+        "web",
+        serde_json::json!({
+            "load-balancer.hetzner.cloud/port.22.protocol": "tcp",
+            "load-balancer.hetzner.cloud/port.2222.protocol": null,
+            "load-balancer.hetzner.cloud/port.443.http-certificates": "nope",
+        }),
+    )
+    .await;
+    wait_until(REACT, "the unknown per-port certificate is reported", async || {
+        events_for(&env.client, "Service", "web").await.is_ok_and(|events| {
+            events.iter().any(|e| {
+                e.type_ == "Warning"
+                    && e.message.contains(
+                        "annotation load-balancer.hetzner.cloud/port.443.http-certificates: \"nope\" is invalid; no \
+                         certificate with this name exists in the project",
+                    )
+            })
         })
     })
     .await

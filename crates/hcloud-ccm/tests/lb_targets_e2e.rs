@@ -11,8 +11,8 @@ use common::lb::{create, delete_node, ensured, fresh_namespace, lb_service, serv
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Patch, PatchParams};
-use test_harness::wait_for_event;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use test_harness::{wait_for, wait_for_event};
 
 const LOCATION: (&str, &str) = ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1");
 
@@ -33,9 +33,10 @@ fn checks(lb: &hcloud_fake::wire::LoadBalancer) -> Vec<(String, u16, Option<Stri
 }
 
 /// `externalTrafficPolicy: Local`, opted in cluster-wide: the LB checks the
-/// `healthCheckNodePort` the API server allocated, over HTTP on `/healthz`; a Service that
-/// opts out keeps the official TCP check on its NodePort; a bad value is a Warning naming the
-/// annotation and what is accepted, and the Load Balancer stays as it was.
+/// `healthCheckNodePort` the API server allocated, over HTTP on `/healthz` (also on a port with
+/// a per-port option); a Service that opts out keeps the official TCP check on its NodePort; a
+/// bad value is a Warning naming the annotation and what is accepted, and the Load Balancer
+/// stays as it was.
 #[tokio::test]
 async fn local_traffic_policy_health_checks_kube_proxy() {
     let env = Env::start(FakeConfig::default()).await;
@@ -46,11 +47,19 @@ async fn local_traffic_policy_health_checks_kube_proxy() {
     create(&api, &local_policy(lb_service("local", &[], &[80, 443]))).await;
     let off = [("load-balancer.hetzner.cloud/health-check-local-endpoints", "false")];
     create(&api, &local_policy(lb_service("optout", &off, &[80]))).await;
+    // A per-port option on one port keeps kube-proxy's check there too (issue 27 item 2).
+    let per_port = [("load-balancer.hetzner.cloud/port.443.protocol", "tcp")];
+    create(&api, &local_policy(lb_service("perport", &per_port, &[80, 443]))).await;
 
     let svc = ensured(&api, "local").await;
     let hc_port = svc.spec.as_ref().unwrap().health_check_node_port.expect("allocated") as u16;
     let want = vec![("http".to_owned(), hc_port, Some("/healthz".to_owned())); 2];
     wait_lb(&h, &svc, "kube-proxy's health check on every port", |l| checks(l) == want).await;
+
+    let perport = ensured(&api, "perport").await;
+    let hc = perport.spec.as_ref().unwrap().health_check_node_port.expect("allocated") as u16;
+    let both = vec![("http".to_owned(), hc, Some("/healthz".to_owned())); 2];
+    wait_lb(&h, &perport, "kube-proxy's check on the per-port port too", |l| checks(l) == both).await;
 
     let optout = ensured(&api, "optout").await;
     let node_port = optout.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].node_port.unwrap() as u16;
@@ -115,6 +124,8 @@ async fn an_unhealthy_target_gives_a_warning_on_the_service() {
 /// Balancer made by hand with a target and a service of its own is adopted by name; the
 /// Service's port and Nodes are added and recorded in `hcloud-ccm.managed/*` labels, the hand-made
 /// ones survive the adoption and a Node's removal, which removes exactly that Node's target.
+/// Deleting the Service keeps the Load Balancer for them: only its own port and target go, then
+/// its identity label and record, and a Normal event says so (issue 27 item 8).
 #[tokio::test]
 async fn foreign_targets_and_services_survive_every_sync() {
     let env = Env::start(FakeConfig::default()).await;
@@ -162,4 +173,22 @@ async fn foreign_targets_and_services_survive_every_sync() {
     })
     .await;
     assert_eq!(ports(&lb), [80, 9000]);
+
+    api.delete("keep", &DeleteParams::default()).await.expect("delete");
+    wait_for(&api, "keep", REACT, "the Service is gone (finalizer removed)", |s| s.is_none()).await.expect("gone");
+    let kept = h.load_balancer(lb.id).expect("the Load Balancer is kept for its hand-made parts");
+    assert_eq!((target_servers(&kept), ports(&kept)), (vec![by_hand], vec![9000]));
+    assert!(kept.labels.is_empty(), "no identity label, no record: {:?}", kept.labels);
+    let e =
+        wait_for_event(&env.client, "Service", "keep", "LoadBalancerKeptForForeignParts", REACT).await.expect("event");
+    assert_eq!(e.type_, "Normal");
+    assert_eq!(
+        e.message,
+        format!(
+            "Load Balancer shop-lb ({}) is kept, not deleted: it has 1 service (port 9000) and 1 target that \
+             hcloud-ccm did not add (keep-foreign); removed this Service's 1 service (port 80) and 1 target and the \
+             label hcloud-ccm/service-uid; delete the Load Balancer yourself when it is no longer needed",
+            lb.id
+        )
+    );
 }

@@ -85,7 +85,12 @@ async fn two_load_balancers_with_the_label_are_an_error_not_a_guess() {
     let err =
         s.lbs.ensure_load_balancer("k", &service(&[], &[(80, "TCP", 30080)]), &nodes).await.expect_err("ambiguous");
     assert_eq!(err.reason(), "NonUniqueLoadBalancer");
-    assert!(err.to_string().contains("2 Load Balancers carry the label hcloud-ccm/service-uid="), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "NonUniqueLoadBalancer: Service shop/web: 2 Load Balancers carry the label hcloud-ccm/service-uid="
+        ),
+        "{err}"
+    );
     assert!(mutating(&s.h).is_empty());
     let del = s.lbs.ensure_load_balancer_deleted("k", &service(&[], &[])).await.expect_err("ambiguous");
     assert_eq!(del.reason(), "NonUniqueLoadBalancer");
@@ -113,6 +118,7 @@ async fn bad_annotations_leave_the_load_balancer_untouched() {
         };
         assert_eq!(err.reason(), "InvalidLoadBalancerConfiguration");
         let text = err.to_string();
+        assert!(text.starts_with("InvalidLoadBalancerConfiguration: Service shop/web has an invalid"), "{text}");
         assert!(text.contains("annotation load-balancer.hetzner.cloud/algorithm-type: \"fastest\" is invalid; accepted: round_robin, least_connections"), "{text}");
         assert!(text.contains("health-check-interval: \"10\""), "{text}");
     }
@@ -240,7 +246,14 @@ async fn a_load_balancer_of_another_service_is_never_adopted_by_name() {
         };
         assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
         let text = err.to_string();
-        assert!(text.contains(&format!("Load Balancer shop-lb ({})", before.id)), "{text}");
+        // The reason leads the message: the service controller's Warning shows only the message.
+        assert!(
+            text.starts_with(&format!(
+                "LoadBalancerOwnedElsewhere: Service shop/web: Load Balancer shop-lb ({})",
+                before.id
+            )),
+            "{text}"
+        );
         assert!(text.contains(&format!("hcloud-ccm/service-uid={VICTIM_UID}")), "{text}");
         assert!(text.contains("load-balancer.hetzner.cloud/name"), "{text}");
     }
@@ -271,6 +284,53 @@ async fn a_load_balancer_labelled_by_another_system_is_never_adopted_by_name() {
     assert!(err.to_string().contains("hcloud-ccm/service-uid=other-cluster"), "{err}");
     assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing sent");
     assert_eq!(only_lb(&s.h), before);
+}
+
+/// Issue 27 item 3: adoption by name is decided on one fresh `GET` of that Load Balancer, not
+/// on the cached list: an owner label set behind the list refuses the adoption (nothing
+/// written), another label set behind it is kept by the adoption's `PUT`.
+#[tokio::test]
+async fn adoption_is_decided_on_a_fresh_read_of_the_load_balancer() {
+    use hcloud_api::models::{LoadBalancerId, UpdateLoadBalancerRequest};
+
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 1, None);
+    let taken = s.h.seed_load_balancer(&SeedLoadBalancer::new("taken-lb")).expect("lb");
+    let team = s.h.seed_load_balancer(&SeedLoadBalancer::new("team-lb")).expect("lb");
+    s.lbs.inventory().refresh().await.expect("list: both unlabelled");
+    // Labelled by another cluster and by another tool after the list was read.
+    let api = client(&s.fake);
+    for (id, key, value) in [(taken, "hcloud-ccm/service-uid", "other-cluster"), (team, "team", "payments")] {
+        let labels = [(key.to_owned(), value.to_owned())].into_iter().collect();
+        let req = UpdateLoadBalancerRequest { name: None, labels: Some(labels) };
+        api.load_balancers().update(LoadBalancerId(id as i64), &req).await.expect("label");
+    }
+
+    s.h.reset_requests();
+    let svc = service(&[(a::NAME, "taken-lb")], &[(80, "TCP", 30080)]);
+    let err = s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect_err("adopted");
+    assert_eq!(err.reason(), "LoadBalancerOwnedElsewhere", "{err}");
+    assert!(err.to_string().contains("hcloud-ccm/service-uid=other-cluster"), "{err}");
+    assert_eq!(sent(&s.h), vec!["GET /v1/load_balancers/{id}"], "one fresh read, nothing written");
+    let labels = |id: u64| s.h.load_balancer(id).expect("lb").labels;
+    assert_eq!(labels(taken).get("hcloud-ccm/service-uid").map(String::as_str), Some("other-cluster"));
+
+    s.h.reset_requests();
+    let mut adopter = service(&[(a::NAME, "team-lb")], &[(80, "TCP", 30080)]);
+    adopter.metadata.uid = Some(VICTIM_UID.into());
+    s.lbs.ensure_load_balancer("k", &adopter, &nodes).await.expect("adopted");
+    assert_eq!(s.h.request_count("GET /v1/load_balancers/{id}"), 1, "one fresh read, only on adoption");
+    assert_eq!(mutating(&s.h).first().map(String::as_str), Some("PUT /v1/load_balancers/{id}"));
+    let got = labels(team);
+    assert_eq!(
+        (got.get("team").map(String::as_str), got.get("hcloud-ccm/service-uid").map(String::as_str)),
+        (Some("payments"), Some(VICTIM_UID)),
+        "the label set meanwhile is kept: {got:?}"
+    );
+    settle(&s).await;
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer("k", &adopter, &nodes).await.expect("adopted already");
+    assert_eq!(s.h.request_counts().total, 0, "found by its label now: no read at all");
 }
 
 #[tokio::test]

@@ -223,3 +223,81 @@ async fn foreign_targets_and_services_are_kept_and_ours_cleaned_exactly() {
     assert!(!target_ids(&lb).contains(&foreign));
     assert!(lb.services.iter().all(|s| s.listen_port == 80));
 }
+
+/// Issue 27 item 8: with keep-foreign, deleting the Service keeps a Load Balancer that still
+/// has foreign parts: ours are removed, then the identity label and the record, and a Normal
+/// event says so. The cached list does not show the parts added by hand here: a Load Balancer
+/// is deleted only after a fresh read shows nothing foreign on it. Without foreign parts it is
+/// deleted as before.
+#[tokio::test]
+async fn deleting_the_service_keeps_a_load_balancer_with_foreign_parts() {
+    use hcloud_api::models::{LbProtocol, LbService, LoadBalancerId, ServerId, TargetSpec};
+    use hcloud_fake::control::SeedServer;
+
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 2, None);
+    let svc = service(&[(a::TYPE, "lb11"), (a::KEEP_FOREIGN, "true")], &[(80, "TCP", 30080)]);
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    settle(&s).await;
+    let lb = only_lb(&s.h);
+    let foreign = s.h.seed_server(&SeedServer::new("by-hand")).expect("server");
+    let api = client(&s.fake);
+    let id = LoadBalancerId(lb.id as i64);
+    let by_hand = TargetSpec::Server { id: ServerId(foreign as i64), use_private_ip: false };
+    api.load_balancers().add_target(id, &by_hand).await.expect("add target by hand");
+    s.h.finish_all_actions();
+    let port = LbService {
+        protocol: LbProtocol::Tcp,
+        listen_port: 9000,
+        destination_port: 31900,
+        proxyprotocol: false,
+        health_check: None,
+        http: None,
+    };
+    api.load_balancers().add_service(id, &port).await.expect("add service by hand");
+    s.h.finish_all_actions();
+
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("released");
+    assert_eq!(
+        mutating(&s.h),
+        vec![
+            "POST /v1/load_balancers/{id}/actions/delete_service",
+            "POST /v1/load_balancers/{id}/actions/remove_target",
+            "POST /v1/load_balancers/{id}/actions/remove_target",
+            "PUT /v1/load_balancers/{id}",
+        ],
+        "ours removed, then the label and the record dropped; no delete"
+    );
+    assert_eq!(s.h.request_count("GET /v1/load_balancers/{id}"), 1, "one fresh read before deciding");
+    settle(&s).await;
+    let kept = only_lb(&s.h);
+    assert_eq!((kept.id, target_ids(&kept)), (lb.id, vec![foreign]));
+    assert_eq!(kept.services.iter().map(|s| s.listen_port).collect::<Vec<_>>(), vec![9000]);
+    assert!(kept.labels.is_empty(), "neither the identity label nor the record is left: {:?}", kept.labels);
+    let ev = s.events.with_reason("LoadBalancerKeptForForeignParts");
+    assert_eq!(ev.len(), 1, "{:?}", s.events.reasons());
+    assert_eq!((ev[0].object.kind, ev[0].object.name.as_str()), ("Service", "web"));
+    assert_eq!(
+        ev[0].message,
+        format!(
+            "Load Balancer {} ({}) is kept, not deleted: it has 1 service (port 9000) and 1 target that hcloud-ccm \
+             did not add (keep-foreign); removed this Service's 1 service (port 80) and 2 targets and the label \
+             hcloud-ccm/service-uid; delete the Load Balancer yourself when it is no longer needed",
+            lb.name, lb.id
+        )
+    );
+    assert_eq!(s.lbs.get_load_balancer("k", &svc).await.expect("get"), None, "no longer the Service's");
+    s.h.reset_requests();
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("nothing left to do");
+    assert_eq!(s.h.request_counts().total, 0);
+
+    // Nothing foreign on it: deleted, as without the option.
+    let s = setup().await;
+    let nodes = seed_nodes(&s.h, 2, None);
+    s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
+    settle(&s).await;
+    s.lbs.ensure_load_balancer_deleted("k", &svc).await.expect("deleted");
+    assert!(s.h.snapshot().load_balancers.is_empty());
+    assert!(s.events.with_reason("LoadBalancerKeptForForeignParts").is_empty());
+}

@@ -198,6 +198,23 @@ async fn https_with_an_uploaded_certificate_by_name() {
         err.to_string().contains("annotation load-balancer.hetzner.cloud/http-certificates: \"nope\" is invalid"),
         "{err}"
     );
+    // A per-port value names the annotation the user wrote (issue 27 item 11).
+    let missing = service(
+        &[
+            ("load-balancer.hetzner.cloud/port.443.protocol", "https"),
+            ("load-balancer.hetzner.cloud/port.443.http-certificates", "nope"),
+        ],
+        &[(80, "TCP", 30080), (443, "TCP", 30443)],
+    );
+    let err = s.lbs.ensure_load_balancer("k", &missing, &[]).await.expect_err("unknown certificate");
+    assert_eq!(err.reason(), "InvalidLoadBalancerConfiguration");
+    assert!(
+        err.to_string().contains(
+            "annotation load-balancer.hetzner.cloud/port.443.http-certificates: \"nope\" is invalid; no certificate \
+             with this name exists in the project"
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -223,6 +240,48 @@ async fn a_managed_certificate_is_created_once_with_the_service_label() {
     settle(&s).await;
     s.lbs.ensure_load_balancer("k", &svc, &[]).await.expect("again");
     assert_eq!(s.h.request_count("POST /v1/certificates"), 1, "created once");
+}
+
+/// Issue 27 item 4: a managed certificate name taken by a certificate not labelled for this
+/// Service is refused with `ManagedCertificateConflict`, never renamed to `<name>-2` (which is
+/// kept for the Service's own certificate when its domains change); nothing is sent.
+#[tokio::test]
+async fn a_managed_certificate_name_taken_by_another_certificate_is_refused() {
+    let s = setup().await;
+    let name = format!("ccm-managed-certificate-{UID}");
+    let foreign = s.h.seed_certificate(&SeedCertificate::uploaded(&name, &["other.example.com"])).expect("cert");
+    let managed = |extra: &[(&'static str, &'static str)]| {
+        let mut ann = vec![
+            (a::PROTOCOL, "https"),
+            (a::CERTIFICATE_TYPE, "managed"),
+            (a::HTTP_MANAGED_CERTIFICATE_DOMAINS, "shop.example.com"),
+        ];
+        ann.extend_from_slice(extra);
+        service(&ann, &[(443, "TCP", 30443)])
+    };
+    s.h.reset_requests();
+    let err = s.lbs.ensure_load_balancer("k", &managed(&[]), &[]).await.expect_err("name taken");
+    assert_eq!(err.reason(), "ManagedCertificateConflict", "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "ManagedCertificateConflict: Service shop/web: a certificate named {name} exists but does not carry the \
+             label hcloud-ccm/service-uid={UID} of this Service; set load-balancer.hetzner.cloud/\
+             http-managed-certificate-name to another name or delete that certificate"
+        )
+    );
+    assert_eq!(mutating(&s.h), Vec::<String>::new(), "nothing created, no Load Balancer either");
+    let names: Vec<(u64, String)> = s.h.snapshot().certificates.into_iter().map(|c| (c.id, c.name)).collect();
+    assert_eq!(names, vec![(foreign, name.clone())]);
+
+    // Another name: created under it.
+    s.lbs
+        .ensure_load_balancer("k", &managed(&[(a::HTTP_MANAGED_CERTIFICATE_NAME, "shop-cert")]), &[])
+        .await
+        .expect("ensure");
+    let ours: Vec<String> =
+        s.h.snapshot().certificates.into_iter().filter(|c| c.id != foreign).map(|c| c.name).collect();
+    assert_eq!(ours, vec!["shop-cert".to_owned()]);
 }
 
 /// New `http-managed-certificate-domains`: one list and one create; the port keeps the issued

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::annotations::{self as a, Invalid, LABEL_SERVICE_UID, LABEL_USE_STAGING_CA};
-use super::managed_cert::{ManagedPlan, plan_managed};
+use super::managed_cert::{ManagedPlan, NameTaken, plan_managed};
 use super::spec::{CertRef, CertificateSpec, LbSpec};
 
 /// How long the type list is used.
@@ -179,7 +179,9 @@ impl Catalog {
     pub async fn certificates_for(&self, spec: &LbSpec, owner: &EventObject) -> Result<Resolved, CatalogError> {
         match &spec.certificates {
             CertificateSpec::None => Ok(Resolved::default()),
-            CertificateSpec::Uploaded(refs) => Ok(Resolved { ids: self.uploaded(refs).await?, retire: Vec::new() }),
+            CertificateSpec::Uploaded(refs) => {
+                Ok(Resolved { ids: self.uploaded(refs, a::HTTP_CERTIFICATES).await?, retire: Vec::new() })
+            }
             CertificateSpec::Managed { name, domains, staging } => {
                 self.managed(spec, name, domains, *staging, owner).await
             }
@@ -245,31 +247,34 @@ impl Catalog {
         let mut out = BTreeMap::new();
         for (port, settings) in &spec.port_settings {
             if let Some(refs) = &settings.certificates {
-                out.insert(*port, self.uploaded(refs).await?);
+                // A name that does not exist is reported under the annotation the user wrote.
+                let setting = a::port_annotation(*port, a::HTTP_CERTIFICATES);
+                out.insert(*port, self.uploaded(refs, &setting).await?);
             }
         }
         Ok(out)
     }
 
-    async fn uploaded(&self, refs: &[CertRef]) -> Result<Vec<CertificateId>, CatalogError> {
+    /// The ids of `refs`, read from annotation `setting` (named when a name does not exist).
+    async fn uploaded(&self, refs: &[CertRef], setting: &str) -> Result<Vec<CertificateId>, CatalogError> {
         let mut out = Vec::with_capacity(refs.len());
         for r in refs {
             match r {
                 CertRef::Id(id) => out.push(*id),
-                CertRef::Name(name) => out.push(self.certificate_by_name(name).await?),
+                CertRef::Name(name) => out.push(self.certificate_by_name(name, setting).await?),
             }
         }
         Ok(out)
     }
 
-    async fn certificate_by_name(&self, name: &str) -> Result<CertificateId, CatalogError> {
+    async fn certificate_by_name(&self, name: &str, setting: &str) -> Result<CertificateId, CatalogError> {
         for refresh in [false, true] {
             if let Some(c) = self.certificate_list(refresh).await?.iter().find(|c| c.name == name) {
                 return Ok(c.id);
             }
         }
         Err(CatalogError::Invalid(Invalid::new(
-            format!("annotation {}", a::HTTP_CERTIFICATES),
+            format!("annotation {setting}"),
             name,
             "no certificate with this name exists in the project; accepted: ids or names of existing certificates",
         )))
@@ -292,7 +297,10 @@ impl Catalog {
             let list = self.certificates_within(max_age).await?;
             let mine: Vec<&Certificate> = list.iter().filter(ours).collect();
             let taken: BTreeSet<&str> = list.iter().map(|c| c.name.as_str()).collect();
-            let plan = plan_managed(&mine, domains, name, &taken);
+            // Decided on the list as cached (up to the max age): a name taken meanwhile makes
+            // the create fail with `uniqueness_error`, which is refused the same way.
+            let plan = plan_managed(&mine, domains, name, &taken)
+                .map_err(|NameTaken { name }| name_taken(&name, &spec.uid))?;
             if plan.awaited.is_none() || max_age == awaited_max_age {
                 break (list, plan);
             }
@@ -376,16 +384,20 @@ impl Catalog {
             Err(e) if e.code() == Some(&ErrorCode::UniquenessError) => {
                 // The list may be stale (the name was free in it): read it again next time.
                 self.forget_certificates().await;
-                Err(CatalogError::Conflict(format!(
-                    "a certificate named {name} exists but does not carry the label {LABEL_SERVICE_UID}={} of this \
-                 Service; set {} to another name or delete that certificate",
-                    spec.uid,
-                    a::HTTP_MANAGED_CERTIFICATE_NAME
-                )))
+                Err(name_taken(name, &spec.uid))
             }
             Err(e) => Err(CatalogError::Api { what: format!("creating managed certificate {name}"), source: e }),
         }
     }
+}
+
+/// A managed certificate name held by a certificate not labelled for the Service `uid`.
+fn name_taken(name: &str, uid: &str) -> CatalogError {
+    CatalogError::Conflict(format!(
+        "a certificate named {name} exists but does not carry the label {LABEL_SERVICE_UID}={uid} of this Service; set \
+         {} to another name or delete that certificate",
+        a::HTTP_MANAGED_CERTIFICATE_NAME
+    ))
 }
 
 /// The Warning of a failed issuance: the domains, Hetzner's error, and what is kept.

@@ -1,4 +1,7 @@
-//! Deleting a Service's Load Balancer, and forgetting what was kept about it.
+//! Deleting a Service's Load Balancer (or, with `keep-foreign`, releasing one that has foreign
+//! parts), and forgetting what was kept about it.
+
+use std::sync::Arc;
 
 use cloud_provider::CloudError;
 use cloud_provider::events::{EventObject, ProviderEvent};
@@ -9,9 +12,16 @@ use tracing::{debug, info};
 
 use super::{HcloudLoadBalancers, lookup_error};
 use crate::api_error::api_error;
+use crate::load_balancers::annotations::LABEL_SERVICE_UID;
+use crate::load_balancers::ownership::{Deletion, Release, keep_foreign_on_delete, plan_deletion};
+use crate::load_balancers::plan::Plan;
+
+/// The reason of the Normal event on a Service whose Load Balancer is kept for foreign parts.
+const KEPT_FOR_FOREIGN_PARTS: &str = "LoadBalancerKeptForForeignParts";
 
 impl HcloudLoadBalancers {
-    /// Deletes the Load Balancer of the Service `uid` (unless it is delete-protected). Once it
+    /// Deletes the Load Balancer of the Service `uid` (unless it is delete-protected, or has
+    /// foreign parts with `keep-foreign`: then only the Service's parts and label go). Once it
     /// is gone or kept, nothing is remembered about it or the Service: no uncertain create, no
     /// outstanding action or failure.
     pub(super) async fn delete(&self, svc: &Service, uid: &str, service: &str) -> Result<(), CloudError> {
@@ -22,12 +32,60 @@ impl HcloudLoadBalancers {
             debug!(service, "no Load Balancer to delete");
             return Ok(());
         };
-        let result = self.delete_found(svc, &lb, service).await;
+        let result = self.delete_or_release(svc, lb.clone(), service).await;
         if result.is_ok() {
             // Deleted, or kept for its protection and no longer the Service's.
             self.tracker.forget(lb.id);
         }
         result
+    }
+
+    /// With `keep-foreign`, a Load Balancer with foreign parts is released; one the cached list
+    /// shows without any is read again first (one `GET`, only then): parts added by hand since
+    /// the list was read must not be deleted with it.
+    async fn delete_or_release(&self, svc: &Service, lb: Arc<LoadBalancer>, service: &str) -> Result<(), CloudError> {
+        let keep_foreign = keep_foreign_on_delete(svc.metadata.annotations.as_ref(), self.defaults.keep_foreign);
+        let mut lb = lb;
+        let mut plan = plan_deletion(&lb, keep_foreign);
+        if keep_foreign && plan == Deletion::Delete {
+            let uid = svc.metadata.uid.as_deref().unwrap_or_default();
+            match self.inventory.reload(lb.id).await {
+                Ok(Some(fresh)) if fresh.labels.get(LABEL_SERVICE_UID).map(String::as_str) == Some(uid) => {
+                    plan = plan_deletion(&fresh, keep_foreign);
+                    lb = fresh;
+                }
+                // Gone, or no longer the Service's: nothing to delete.
+                Ok(_) => return Ok(()),
+                Err(e) => {
+                    let what =
+                        format!("Service {service}: reading Load Balancer {} ({}) before deleting it", lb.name, lb.id);
+                    return Err(api_error(&what, e));
+                }
+            }
+        }
+        match plan {
+            Deletion::Delete => self.delete_found(svc, &lb, service).await,
+            Deletion::Release(release) => self.release(svc, &lb, release, service).await,
+        }
+    }
+
+    /// Removes the Service's services and targets from `lb`, then its identity label and
+    /// record, and says so in a Normal event on the Service.
+    async fn release(
+        &self,
+        svc: &Service,
+        lb: &LoadBalancer,
+        release: Release,
+        service: &str,
+    ) -> Result<(), CloudError> {
+        let owner = EventObject::service(svc);
+        info!(service, load_balancer = %lb.id, foreign_ports = ?release.foreign_ports, foreign_targets = release.foreign_targets,
+              "keeping the Load Balancer for its foreign parts; removing this Service's");
+        let message = release.message(lb);
+        let plan = Plan { ops: release.ops, max_targets_reached: Vec::new() };
+        self.execute(lb, plan, &owner, &[], &mut Vec::new(), tokio::time::Instant::now()).await?;
+        self.publish(ProviderEvent::normal(owner, KEPT_FOR_FOREIGN_PARTS, message));
+        Ok(())
     }
 
     async fn delete_found(&self, svc: &Service, lb: &LoadBalancer, service: &str) -> Result<(), CloudError> {

@@ -53,8 +53,9 @@ pub enum Found {
     None,
     /// The Load Balancer carrying the Service's UID label.
     ByLabel(Arc<LoadBalancer>),
-    /// A Load Balancer with the Service's Load Balancer name but without its UID label: adopted
-    /// only if it carries no identity label at all ([`super::plan::check_adoption`]).
+    /// A Load Balancer with the Service's Load Balancer name but without its UID label, as the
+    /// list holds it: adopted only if it carries no identity label at all, decided on a fresh
+    /// read of it ([`super::plan::decide_adoption`]).
     ByName(Arc<LoadBalancer>),
 }
 

@@ -9,6 +9,9 @@
 //! HTTP on `healthCheckNodePort`, path `/healthz`, so only nodes with ready pods get traffic
 //! and a node drains as its pods terminate. A Service that configures `health-check-protocol`
 //! or `health-check-port` keeps its own check; interval, timeout and retries apply either way.
+//! A port with per-port annotations gets the same check (read through its port's reader), so
+//! only its own `port.<port>.health-check-protocol` / `-port` (or the Service-wide ones)
+//! replace it there.
 
 use k8s_openapi::api::core::v1::Service;
 

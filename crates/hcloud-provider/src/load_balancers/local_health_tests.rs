@@ -113,3 +113,45 @@ fn a_bad_value_names_the_annotation_and_what_is_accepted() {
           false, 1, 0, t, f (Go ParseBool)"]
     );
 }
+
+/// Issue 27 item 2: a per-port option on one port (here its protocol) keeps the Local check on
+/// that port too; only a `health-check-protocol` or `health-check-port` of its own (per port or
+/// Service-wide) replaces it, on the port it applies to.
+#[test]
+fn a_per_port_option_keeps_the_local_check_on_its_port() {
+    let health_by_port = |annotations: &[(&str, &str)]| -> Vec<(u16, HealthSpec)> {
+        let spec = LbSpec::from_service(&local(annotations, "Local"), &LbDefaults::default(), None).expect("valid");
+        [80, 443]
+            .into_iter()
+            .map(|p| (p, spec.port_settings.get(&p).map_or(spec.health.clone(), |s| s.health.clone())))
+            .collect()
+    };
+    let tcp_443 = ("load-balancer.hetzner.cloud/port.443.protocol", "tcp");
+    assert_eq!(health_by_port(&[ON, tcp_443]), vec![(80, kube_proxy()), (443, kube_proxy())]);
+    let timed_443 = ("load-balancer.hetzner.cloud/port.443.health-check-interval", "5s");
+    assert_eq!(
+        health_by_port(&[ON, timed_443]),
+        vec![(80, kube_proxy()), (443, HealthSpec { interval: Some(5), ..kube_proxy() })],
+        "timings apply to the Local check"
+    );
+    let own_443 = ("load-balancer.hetzner.cloud/port.443.health-check-port", "8443");
+    assert_eq!(
+        health_by_port(&[ON, own_443]),
+        vec![(80, kube_proxy()), (443, HealthSpec { port: Some(8443), ..tcp_on_node_port() })],
+        "the port's own check wins on that port only"
+    );
+    let service_wide = (a::HEALTH_CHECK_PROTOCOL, "tcp");
+    assert_eq!(
+        health_by_port(&[ON, service_wide, tcp_443]),
+        vec![(80, tcp_on_node_port()), (443, tcp_on_node_port())],
+        "a Service-wide check wins on every port"
+    );
+
+    // What is sent: both LB services check kube-proxy's port.
+    let spec = LbSpec::from_service(&local(&[ON, tcp_443], "Local"), &LbDefaults::default(), None).expect("valid");
+    let sent: Vec<(u16, LbProtocol, u16)> = super::services::desired_services_by_port(&spec, &[], &Default::default())
+        .into_iter()
+        .map(|s| (s.listen_port, s.health.protocol, s.health.port))
+        .collect();
+    assert_eq!(sent, vec![(80, LbProtocol::Http, 32100), (443, LbProtocol::Http, 32100)]);
+}

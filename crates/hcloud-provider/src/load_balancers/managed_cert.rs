@@ -4,7 +4,10 @@
 //! whose domains are `http-managed-certificate-domains` is the one wanted; until it is issued
 //! the HTTPS ports keep the issued one they have (never a window without a valid certificate);
 //! once it is issued the others are retired (deleted after the Load Balancer stopped using
-//! them). A failed issuance keeps the old certificate and is reported.
+//! them). A failed issuance keeps the old certificate and is reported. The name asked for is
+//! the Service's only if no certificate without its label holds it: such a name is refused
+//! ([`NameTaken`]), never replaced by another; `<name>-2`, `-3`, ... are for the Service's own
+//! certificate while its domains change.
 
 use std::collections::BTreeSet;
 
@@ -52,6 +55,14 @@ fn sorted(domains: &[String]) -> Vec<String> {
     d
 }
 
+/// The name the Service asks for is held by a certificate not labelled for it: refused (it is
+/// someone else's, and a quietly different name is not what the Service asked for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameTaken {
+    /// The name.
+    pub name: String,
+}
+
 /// A name for a new certificate: `name`, or `name-2`, `name-3`, ... when taken (the old
 /// certificate keeps its name until it is deleted).
 fn free_name(name: &str, taken: &BTreeSet<&str>) -> String {
@@ -62,8 +73,14 @@ fn free_name(name: &str, taken: &BTreeSet<&str>) -> String {
 }
 
 /// The plan for the Service whose managed certificates are `ours` (by label), wanting
-/// `domains` under `name`; `taken` are the names of every certificate in the project.
-pub fn plan_managed(ours: &[&Certificate], domains: &[String], name: &str, taken: &BTreeSet<&str>) -> ManagedPlan {
+/// `domains` under `name`; `taken` are the names of every certificate in the project. A new
+/// certificate is needed and `name` is held by one that is not `ours`: [`NameTaken`].
+pub fn plan_managed(
+    ours: &[&Certificate],
+    domains: &[String],
+    name: &str,
+    taken: &BTreeSet<&str>,
+) -> Result<ManagedPlan, NameTaken> {
     let want = sorted(domains);
     // The newest issued certificate for other domains: what the ports keep meanwhile.
     let keep = ours
@@ -78,6 +95,9 @@ pub fn plan_managed(ours: &[&Certificate], domains: &[String], name: &str, taken
         .max_by_key(|c| (issuance(c) == Issuance::Completed, c.id));
     let mut plan = ManagedPlan { use_now: keep, create: None, awaited: None, failed: None, retire: Vec::new() };
     match wanted {
+        None if taken.contains(name) && !ours.iter().any(|c| c.name == name) => {
+            return Err(NameTaken { name: name.to_owned() });
+        }
         None => plan.create = Some(free_name(name, taken)),
         Some(w) => match issuance(w) {
             Issuance::Completed => {
@@ -94,7 +114,7 @@ pub fn plan_managed(ours: &[&Certificate], domains: &[String], name: &str, taken
             }
         },
     }
-    plan
+    Ok(plan)
 }
 
 #[cfg(test)]
@@ -117,7 +137,7 @@ mod tests {
         let refs: Vec<&Certificate> = ours.iter().collect();
         let taken: BTreeSet<&str> = ours.iter().map(|c| c.name.as_str()).collect();
         let domains: Vec<String> = domains.iter().map(|d| (*d).to_owned()).collect();
-        plan_managed(&refs, &domains, "ccm-managed-certificate-u", &taken)
+        plan_managed(&refs, &domains, "ccm-managed-certificate-u", &taken).expect("the name is ours or free")
     }
 
     const NAME: &str = "ccm-managed-certificate-u";
@@ -208,5 +228,27 @@ mod tests {
         );
         let pending = cert(2, NAME, &["shop.example.com"], "pending");
         assert_eq!(plan(&[pending], &["shop.example.com"]).use_now, Some(CertificateId(2)));
+    }
+
+    /// Issue 27 item 4: the name asked for, held by a certificate without the Service's label,
+    /// is refused, never replaced by `<name>-2`; the Service's own old certificate holding it
+    /// is what `-2` is for.
+    #[test]
+    fn a_name_held_by_a_certificate_not_labelled_for_the_service_is_refused() {
+        let foreign = cert(9, NAME, &["other.example.com"], "completed");
+        let taken: BTreeSet<&str> = [NAME].into();
+        let domains = vec!["shop.example.com".to_owned()];
+        assert_eq!(plan_managed(&[], &domains, NAME, &taken), Err(NameTaken { name: NAME.to_owned() }));
+        // The Service's own certificate is issued for these domains: nothing to create, no conflict.
+        let mine = cert(2, &format!("{NAME}-2"), &["shop.example.com"], "completed");
+        let taken: BTreeSet<&str> = [NAME, mine.name.as_str()].into();
+        assert_eq!(plan_managed(&[&mine], &domains, NAME, &taken).map(|p| p.use_now), Ok(Some(CertificateId(2))));
+        // New domains while the name is someone else's: refused too.
+        let other = vec!["new.example.com".to_owned()];
+        assert_eq!(plan_managed(&[&mine], &other, NAME, &taken), Err(NameTaken { name: NAME.to_owned() }));
+        // Held by a foreign certificate under a rotation name: skipped.
+        let old = cert(1, NAME, &["a.example.com"], "completed");
+        let taken: BTreeSet<&str> = [NAME, foreign.name.as_str(), "ccm-managed-certificate-u-2"].into();
+        assert_eq!(plan_managed(&[&old], &domains, NAME, &taken).map(|p| p.create), Ok(Some(format!("{NAME}-3"))));
     }
 }

@@ -7,7 +7,8 @@
 //!        │                 nothing sent)      targets::desired_targets (node-selector, providerIDs)
 //!        ▼
 //!  lb_inventory::find ─ one shared list of the project's LBs (UID label, then name; by name
-//!        │                 only without another owner's UID label: plan::check_adoption)
+//!        │                 only without another owner's UID label, decided on one fresh GET
+//!        │                 of that LB: plan::decide_adoption)
 //!        │ none ─► plan::plan_create ─► one POST /load_balancers with services, targets,
 //!        │                               network and labels
 //!        ▼

@@ -129,3 +129,84 @@ fn a_bad_value_names_the_annotation_and_what_is_accepted() {
           f (Go ParseBool)"]
     );
 }
+
+/// Issue 27 item 3: adoption is decided on the Load Balancer as read just now; the adoption's
+/// `PUT` carries the labels of that read plus the identity label.
+#[test]
+fn adoption_is_decided_on_the_fresh_read_and_writes_its_labels() {
+    use std::sync::Arc;
+
+    let name = "shop-lb";
+    let fresh = |labels: serde_json::Value| Some(Arc::new(observed(json!({"name": name, "labels": labels}))));
+    let adopted = decide_adoption(fresh(json!({"team": "payments"})), name, UID).expect("adoptable").expect("found");
+    let c = Case { annotations: vec![(a::NAME, name)], ..Default::default() };
+    let mut want: Labels = [("team".to_owned(), "payments".to_owned())].into();
+    want.insert("hcloud-ccm/service-uid".to_owned(), UID.to_owned());
+    assert_eq!(
+        c.plan(&adopted).ops.first(),
+        Some(&LbOp::Update(UpdateLoadBalancerRequest { name: None, labels: Some(want) })),
+        "the label set after the list was read is kept"
+    );
+
+    let e = decide_adoption(fresh(json!({"hcloud-ccm/service-uid": "other-cluster"})), name, UID)
+        .expect_err("labelled for someone else meanwhile");
+    assert_eq!(e.owner, "other-cluster");
+    assert_eq!(decide_adoption(None, name, UID), Ok(None), "gone meanwhile: nothing to adopt");
+    let renamed = Some(Arc::new(observed(json!({"name": "renamed", "labels": {}}))));
+    assert_eq!(decide_adoption(renamed, name, UID), Ok(None), "renamed meanwhile: not the one named like ours");
+}
+
+/// Issue 27 item 8: deleting the Service with keep-foreign releases a Load Balancer that has
+/// foreign parts (ours removed, then the identity label and the record; other labels kept) and
+/// deletes one without; without the option it is always deleted.
+#[test]
+fn deletion_releases_a_load_balancer_with_foreign_parts() {
+    use crate::load_balancers::ownership::{Deletion, keep_foreign_on_delete, plan_deletion};
+
+    let mut lb = with_foreign(&["port-80", "server-1"]);
+    lb.labels.insert("team".into(), "payments".into());
+    let Deletion::Release(release) = plan_deletion(&lb, true) else { panic!("kept for its foreign parts") };
+    assert_eq!(
+        release.ops,
+        vec![
+            LbOp::DeleteService(80),
+            LbOp::RemoveTarget(server(1)),
+            LbOp::Update(UpdateLoadBalancerRequest {
+                name: None,
+                labels: Some([("team".to_owned(), "payments".to_owned())].into())
+            }),
+        ]
+    );
+    assert_eq!((release.foreign_ports.as_slice(), release.foreign_targets), ([8080].as_slice(), 2));
+    assert_eq!(
+        release.message(&lb),
+        "Load Balancer a0f9e2b7c1d2a4c3b9a8e7f6d5c4b3a2 (4711) is kept, not deleted: it has 1 service (port 8080) and \
+         2 targets that hcloud-ccm did not add (keep-foreign); removed this Service's 1 service (port 80) and 1 \
+         target and the label hcloud-ccm/service-uid; delete the Load Balancer yourself when it is no longer needed"
+    );
+    assert_eq!(plan_deletion(&lb, false), Deletion::Delete, "without the option: the official CCM");
+
+    let ours_only = observed(json!({
+        "labels": labels(&["port-80", "server-1"]),
+        "services": [tcp_service(80, 30080)],
+        "targets": [server_target(1, false)]
+    }));
+    assert_eq!(plan_deletion(&ours_only, true), Deletion::Delete, "nothing foreign: deleted");
+
+    // A label-selector target is never ours; nothing recorded: everything is foreign, only the
+    // label goes.
+    let selector = observed(json!({
+        "labels": labels(&[]),
+        "services": [tcp_service(80, 30080)],
+        "targets": [{"type": "label_selector", "label_selector": {"selector": "role=web"}}]
+    }));
+    let Deletion::Release(release) = plan_deletion(&selector, true) else { panic!("kept") };
+    assert_eq!(release.ops, vec![LbOp::Update(UpdateLoadBalancerRequest { name: None, labels: Some(Labels::new()) })]);
+    assert!(release.message(&selector).contains("removed the label hcloud-ccm/service-uid;"));
+
+    let ann = |v: &str| Some([(a::KEEP_FOREIGN.to_owned(), v.to_owned())].into_iter().collect());
+    assert!(keep_foreign_on_delete(ann("true").as_ref(), false));
+    assert!(!keep_foreign_on_delete(ann("false").as_ref(), true), "the annotation wins");
+    assert!(keep_foreign_on_delete(ann("maybe").as_ref(), false), "unreadable: nothing foreign is deleted");
+    assert!(keep_foreign_on_delete(None, true) && !keep_foreign_on_delete(None, false), "the variable");
+}

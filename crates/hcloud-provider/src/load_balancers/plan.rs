@@ -12,6 +12,7 @@
 //! the result yields nothing (tested).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use hcloud_api::models::{
     Algorithm, AlgorithmSpec, AttachLbToNetworkRequest, CreateLoadBalancerRequest, IdRef, IpRef, LbPrivateNet,
@@ -154,6 +155,22 @@ pub fn check_adoption(lb: &LoadBalancer, uid: &str) -> Result<(), OwnedElsewhere
         None => Ok(()),
         Some(owner) if owner == uid => Ok(()),
         Some(owner) => Err(OwnedElsewhere { name: lb.name.clone(), id: lb.id, owner: owner.clone() }),
+    }
+}
+
+/// Whether the Service `uid` adopts the Load Balancer named `name`, given `fresh`, that Load
+/// Balancer as read just now (`None`: gone). Adoption writes the labels it read, so it is
+/// decided on this read and never on the shared list: `Ok(Some(lb))` to adopt (the labels of
+/// this read are the ones kept), `Ok(None)` if it is gone or renamed meanwhile (nothing named
+/// like the Service's to adopt), [`OwnedElsewhere`] if it is labelled for someone else now.
+pub fn decide_adoption(
+    fresh: Option<Arc<LoadBalancer>>,
+    name: &str,
+    uid: &str,
+) -> Result<Option<Arc<LoadBalancer>>, OwnedElsewhere> {
+    match fresh {
+        Some(lb) if lb.name == name => check_adoption(&lb, uid).map(|()| Some(lb)),
+        _ => Ok(None),
     }
 }
 

@@ -11,9 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cloud_provider::IpMode;
 use hcloud_api::models::LbProtocol;
+use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, PER_PORT, PORT_PREFIX, Reader};
 use super::defaults::LbDefaults;
+use super::local_health::local_endpoints_health;
 use super::port_spec::{CertRef, CertificateSpec, HealthSpec, HttpSpec, PortSpec, cert_refs, health, transport};
 
 /// The settings of one port that has per-port annotations (the rest inherited from the
@@ -77,16 +79,18 @@ fn annotated_ports(map: &BTreeMap<String, String>, tcp: &[u16], problems: &mut V
     out
 }
 
-/// The settings of every port named by a per-port annotation; every TCP port is checked
-/// (a port that inherits https needs a certificate too).
+/// The settings of every port of `svc` named by a per-port annotation; every TCP port is
+/// checked (a port that inherits https needs a certificate too). A port's health check is the
+/// `externalTrafficPolicy: Local` one where the Service opted in, unless the port has a
+/// `health-check-protocol` or `health-check-port` (its own or the Service-wide one).
 pub(super) fn port_settings(
-    map: Option<&BTreeMap<String, String>>,
+    svc: &Service,
     defaults: &LbDefaults,
     ports: &[PortSpec],
     service_certificates: &CertificateSpec,
     problems: &mut Vec<Invalid>,
 ) -> BTreeMap<u16, PortSettings> {
-    let Some(map) = map else {
+    let Some(map) = svc.metadata.annotations.as_ref() else {
         return BTreeMap::new();
     };
     let tcp: Vec<u16> = ports.iter().map(|p| p.port).collect();
@@ -124,6 +128,7 @@ pub(super) fn port_settings(
             ));
         }
         let health = health(&mut r, defaults, &protocol);
+        let health = local_endpoints_health(&mut r, svc, defaults, health);
         problems.append(&mut r.problems);
         if annotated.contains(&p.port) {
             out.insert(p.port, PortSettings { protocol, proxyprotocol, http, certificates, health });

@@ -17,7 +17,7 @@ use super::annotations as a;
 use super::catalog::{Catalog, CatalogError};
 use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
-use super::plan::{Desired, LbOp, Plan, apply, check_adoption, plan_create, plan_update};
+use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
 use super::services::desired_services_by_port;
 use super::spec::{InvalidService, LbSpec, StatusSpec, leaving};
 use super::status::status;
@@ -62,6 +62,23 @@ pub struct HcloudLoadBalancers {
 enum Mode {
     Ensure,
     Update,
+}
+
+/// `e` with its reason in front of its message. The service controller reports a failed sync
+/// as upstream's `SyncLoadBalancerFailed` (or `DeleteLoadBalancerFailed`,
+/// `UpdateLoadBalancerFailed`) Warning, whose only text is the error's message: the reason
+/// (`LoadBalancerOwnedElsewhere`, `InvalidLoadBalancerConfiguration`, an API error's, ...)
+/// goes there so the events can be searched by it. Every error of the capability passes here.
+fn reason_in_message(e: CloudError) -> CloudError {
+    match e {
+        CloudError::Failed { reason, message, transient, source } => {
+            CloudError::Failed { message: format!("{reason}: {message}"), reason, transient, source }
+        }
+        CloudError::Refused { reason, message } => {
+            CloudError::Refused { message: format!("{reason}: {message}"), reason }
+        }
+        other => other,
+    }
 }
 
 fn invalid(e: InvalidService) -> CloudError {
@@ -248,19 +265,14 @@ impl HcloudLoadBalancers {
 
         // Failures of actions tracked before this lookup were handled already (event, fresh read).
         let since = tokio::time::Instant::now();
-        let found = self.inventory.find(&spec.uid, Some(&spec.name)).await.map_err(|e| lookup_error(service, e))?;
+        let found = match self.inventory.find(&spec.uid, Some(&spec.name)).await {
+            Ok(Found::ByName(cached)) => self.adoptable(&cached, spec).await?,
+            found => found.map_err(|e| lookup_error(service, e))?,
+        };
         let mut full: Vec<ServerTarget> = Vec::new();
         let lb = match found {
-            Found::ByLabel(lb) => lb,
-            Found::ByName(lb) => {
-                // Refused before anything is planned: nothing is sent for someone else's.
-                check_adoption(&lb, &spec.uid).map_err(|e| {
-                    warn!(service = %service, load_balancer = %e.id, owner = %e.owner, "not adopting a Load Balancer labelled for someone else");
-                    CloudError::failed(OWNED_ELSEWHERE, format!("Service {service}: {e}"))
-                })?;
-                info!(service = %service, load_balancer = %lb.id, name = %lb.name, "adopting the Load Balancer with this Service's name");
-                lb
-            }
+            // Read fresh and checked by `adoptable`: its labels are the ones the plan keeps.
+            Found::ByLabel(lb) | Found::ByName(lb) => lb,
             Found::None => match mode {
                 Mode::Update => {
                     debug!(service = %service, "no Load Balancer to update");
@@ -483,7 +495,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         self.metrics.operation("hcloud/loadBalancers.GetLoadBalancer");
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
         let service = service_name(svc);
-        let lb = self.inventory.find_by_label(uid).await.map_err(|e| lookup_error(&service, e))?;
+        let lb = self.inventory.find_by_label(uid).await.map_err(|e| reason_in_message(lookup_error(&service, e)))?;
         if lb.is_none() && leaving(svc) {
             // The controller deletes nothing when nothing is found: forgotten here (the API was
             // asked if a create was uncertain).
@@ -506,14 +518,14 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         nodes: &[Node],
     ) -> Result<LoadBalancerStatus, CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancer");
-        let status = self.reconcile(svc, nodes, Mode::Ensure).await?;
+        let status = self.reconcile(svc, nodes, Mode::Ensure).await.map_err(reason_in_message)?;
         // Ensure always creates when nothing is found, so a status exists.
         Ok(status.unwrap_or_default())
     }
 
     async fn update_load_balancer(&self, _cluster: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.UpdateLoadBalancer");
-        self.reconcile(svc, nodes, Mode::Update).await.map(|_| ())
+        self.reconcile(svc, nodes, Mode::Update).await.map(|_| ()).map_err(reason_in_message)
     }
 
     /// The keys the `node-selector` annotation looks at (none when it is absent or invalid:
@@ -527,7 +539,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         let uid = svc.metadata.uid.clone().unwrap_or_default();
         let service = service_name(svc);
         self.health.unwatch(&uid);
-        self.delete(svc, &uid, &service).await
+        self.delete(svc, &uid, &service).await.map_err(reason_in_message)
     }
 
     /// No: a sync reads the Load Balancer, plans against what it read and sends the plan, so
@@ -539,5 +551,25 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
     }
 }
 
+#[path = "adoption.rs"]
+mod adoption;
 #[path = "deletion.rs"]
 mod deletion;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_leads_the_message_of_failures_and_refusals_only() {
+        let failed = reason_in_message(CloudError::transient("HcloudAPIUnavailable", "Service a/b: boom", None));
+        assert_eq!(failed.to_string(), "HcloudAPIUnavailable: Service a/b: boom");
+        assert!(matches!(failed, CloudError::Failed { transient: true, .. }), "still transient");
+        assert_eq!(failed.reason(), "HcloudAPIUnavailable");
+        let refused = reason_in_message(CloudError::refused("Nope", "no"));
+        assert_eq!((refused.to_string(), refused.awaits_input_change()), ("Nope: no".to_owned(), true));
+        let retry = CloudError::Retry { message: "soon".into(), retry_after: Duration::from_secs(1) };
+        assert_eq!(reason_in_message(retry).to_string(), "soon", "a retry has no reason of its own");
+        assert!(matches!(reason_in_message(CloudError::ImplementedElsewhere), CloudError::ImplementedElsewhere));
+    }
+}

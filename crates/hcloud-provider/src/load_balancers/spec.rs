@@ -278,7 +278,7 @@ impl LbSpec {
         };
 
         let port_settings = if per_port {
-            port_settings(svc.metadata.annotations.as_ref(), defaults, &ports, &certificates, &mut r.problems)
+            port_settings(svc, defaults, &ports, &certificates, &mut r.problems)
         } else {
             std::collections::BTreeMap::new()
         };
