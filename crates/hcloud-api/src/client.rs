@@ -18,9 +18,9 @@
 //! ```
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
-use sync_lock::Unpoison as _;
+use sync_lock::{Unpoison as _, UnpoisonRw as _};
 
 use reqwest::{Method, header::HeaderMap};
 use secrecy::{ExposeSecret, SecretString};
@@ -175,12 +175,7 @@ impl ClientBuilder {
                 self.endpoint
             )));
         }
-        let token = self.token.expose_secret();
-        if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::InvalidArgument(
-                "the API token is empty or contains whitespace/control characters".to_owned(),
-            ));
-        }
+        check_token_format(&self.token)?;
         if self.timeout.is_zero() || self.deadline.is_zero() {
             return Err(Error::InvalidArgument(format!(
                 "timeout ({:?}) and deadline ({:?}) must be greater than zero",
@@ -197,7 +192,7 @@ impl ClientBuilder {
             inner: Arc::new(Inner {
                 http,
                 endpoint: self.endpoint,
-                token: self.token,
+                token: RwLock::new(Arc::new(self.token)),
                 timeout: self.timeout,
                 deadline: self.deadline,
                 retry: self.retry,
@@ -211,8 +206,20 @@ impl ClientBuilder {
     }
 }
 
+/// The token's format: what the API can take in an `Authorization: Bearer` header.
+fn check_token_format(token: &SecretString) -> Result<(), Error> {
+    let token = token.expose_secret();
+    if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::InvalidArgument(
+            "the API token is empty or contains whitespace/control characters".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// A Hetzner Cloud API client. Cheap to clone; clones share the connection pool, the
-/// rate-limit view, the observer and the gate.
+/// rate-limit view, the observer, the gate and the token (replaced for all of them by
+/// [`Client::set_token`]).
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -221,7 +228,8 @@ pub struct Client {
 struct Inner {
     http: reqwest::Client,
     endpoint: String,
-    token: SecretString,
+    /// Read once per attempt: a token set while a call runs is used from its next attempt on.
+    token: RwLock<Arc<SecretString>>,
     timeout: Duration,
     deadline: Duration,
     retry: RetryPolicy,
@@ -314,6 +322,50 @@ impl Client {
 
     pub(crate) fn poll_policy(&self) -> PollPolicy {
         self.inner.poll
+    }
+
+    /// Replaces the API token of this client and of every clone: each HTTP exchange that
+    /// starts afterwards (a retry of a running call too) sends `token`. Exchanges already
+    /// under way finish with the token they started with. A token the API could not take
+    /// (empty, whitespace or control characters) is refused and the old one kept.
+    pub fn set_token(&self, token: SecretString) -> Result<(), Error> {
+        check_token_format(&token)?;
+        *self.inner.token.write_unpoisoned() = Arc::new(token);
+        Ok(())
+    }
+
+    /// [`token_fingerprint`](crate::token_fingerprint) of the token in use.
+    pub fn token_fingerprint(&self) -> String {
+        crate::token_fingerprint(self.current_token().expose_secret())
+    }
+
+    /// A client for trying `token` before it is put in use with [`Client::set_token`]: it
+    /// shares this client's connections, endpoint, timeouts, retry and poll policies, observer
+    /// and debug log, has a rate-limit view and a token of its own, and consults **no request
+    /// gate** — meant for a read such as `GET /locations` that checks a token, which a
+    /// standby replica needs as much as the leader.
+    pub fn with_token(&self, token: SecretString) -> Result<Client, Error> {
+        check_token_format(&token)?;
+        let inner = &self.inner;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http: inner.http.clone(),
+                endpoint: inner.endpoint.clone(),
+                token: RwLock::new(Arc::new(token)),
+                timeout: inner.timeout,
+                deadline: inner.deadline,
+                retry: inner.retry,
+                poll: inner.poll,
+                observer: inner.observer.clone(),
+                gate: None,
+                debug: inner.debug,
+                rate_limit: Mutex::new(None),
+            }),
+        })
+    }
+
+    fn current_token(&self) -> Arc<SecretString> {
+        self.inner.token.read_unpoisoned().clone()
     }
 
     /// The most recent rate-limit headers, if any response carried them.
@@ -413,8 +465,8 @@ impl Client {
     ) -> Attempt {
         let inner = &self.inner;
         let url = format!("{}{}", inner.endpoint, target.path);
-        let mut req =
-            inner.http.request(method.clone(), &url).bearer_auth(inner.token.expose_secret()).timeout(timeout);
+        let token = self.current_token();
+        let mut req = inner.http.request(method.clone(), &url).bearer_auth(token.expose_secret()).timeout(timeout);
         if !query.is_empty() {
             req = req.query(query);
         }

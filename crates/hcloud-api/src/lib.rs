@@ -38,7 +38,9 @@
 //!   caller gets [`Error::OutcomeUnknown`] and looks the resource up by its labels.
 //!
 //! The token lives in a [`secrecy::SecretString`]; it never appears in `Debug` output, logs
-//! or errors.
+//! or errors (a [`token_fingerprint`] may). [`Client::set_token`] replaces it while the
+//! client runs (every clone sends the new one from its next HTTP exchange on), and
+//! [`Client::with_token`] gives a client to try a new token with first.
 //!
 //! [`robot`] is the separate, much smaller client of the Robot webservice (dedicated servers):
 //! basic auth, its own error envelope and codes, no retries.
@@ -47,6 +49,7 @@ mod client;
 mod endpoints;
 mod error;
 mod error_code;
+mod fingerprint;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -69,6 +72,7 @@ pub use endpoints::{
     selector_from_labels,
 };
 pub use error::{ApiError, Error, ErrorCode, ErrorDetails, InvalidField};
+pub use fingerprint::token_fingerprint;
 pub use models::Action;
 pub use observe::{RequestEvent, RequestGate, RequestObserver, RequestStart, api_endpoint};
 pub use paging::Page;

@@ -77,14 +77,21 @@ async fn run(manager: Manager, config: Config) -> anyhow::Result<()> {
     let metrics = HcloudMetrics::default();
     manager.metrics().with(|registry| metrics.register(registry));
     // Every Hetzner request passes the manager's fence: nothing is sent while standing by or
-    // after leadership is lost.
+    // after leadership is lost. (Only the check of a new token or Robot pair from a watched
+    // file does not: a read, which a standby needs as much as the leader.)
     let fence = manager.fence();
     let hooks = ClientHooks { metrics: Some(metrics), gate: Some(Arc::new(move || fence.check())) };
     let cloud = tokio::select! {
         c = HcloudCloud::connect(&config, hooks) => c.context("cannot start the Hetzner Cloud provider")?,
         _ = shutdown.cancelled() => return Ok(()),
     };
-    manager.run(Arc::new(cloud), shutdown).await?;
+    // Credentials from files rotate without a restart, in every replica.
+    let rotation = cloud.take_credential_rotation().map(|r| tokio::spawn(r.run()));
+    let result = manager.run(Arc::new(cloud), shutdown).await;
+    if let Some(task) = rotation {
+        task.abort();
+    }
+    result?;
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! The Hetzner `Cloud`: start-up checks and the capabilities it offers.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sync_lock::Unpoison as _;
 
 use cloud_provider::events::EventSink;
 use cloud_provider::{Cloud, Unsupported};
@@ -16,6 +17,7 @@ use crate::inventory::Inventory;
 use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
 use crate::robot::{RobotInventory, RobotMode};
+use crate::rotation::{CredentialRotation, RobotPair, Source};
 use crate::routes::{HcloudRoutes, RoutesConfig};
 use hcloud_api::robot::RobotClient;
 
@@ -75,6 +77,7 @@ pub struct HcloudCloud {
     instances: Arc<HcloudInstances>,
     routes: Option<Arc<HcloudRoutes>>,
     load_balancers: Option<Arc<HcloudLoadBalancers>>,
+    rotation: Mutex<Option<CredentialRotation>>,
 }
 
 impl HcloudCloud {
@@ -101,9 +104,8 @@ impl HcloudCloud {
         metrics.watch_rate_limit(&client);
 
         match client.locations().list_all().await {
-            Ok(locations) => {
-                info!(locations = locations.len(), endpoint = client.endpoint(), "Hetzner Cloud token accepted")
-            }
+            Ok(locations) => info!(locations = locations.len(), endpoint = client.endpoint(),
+                fingerprint = client.token_fingerprint(), token_file = ?config.token_file, "Hetzner Cloud token accepted"),
             Err(e) if matches!(e.code(), Some(ErrorCode::Unauthorized | ErrorCode::Forbidden)) => {
                 return Err(StartupError::InvalidToken(e));
             }
@@ -120,7 +122,8 @@ impl HcloudCloud {
 
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
-        let robot = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics)?;
+        let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics)?;
+        let rotation = credential_rotation(config, &client, robot_client, metrics.clone());
         let mut instances = HcloudInstances::new(
             inventory.clone(),
             network.as_ref().map(|n| n.id),
@@ -153,7 +156,22 @@ impl HcloudCloud {
         if load_balancers.is_none() {
             info!("HCLOUD_LOAD_BALANCERS_ENABLED=false: Services of type LoadBalancer are not served");
         }
-        Ok(HcloudCloud { client, network, inventory, instances, routes, load_balancers })
+        Ok(HcloudCloud {
+            client,
+            network,
+            inventory,
+            instances,
+            routes,
+            load_balancers,
+            rotation: Mutex::new(rotation),
+        })
+    }
+
+    /// The watcher of the credential files (`HCLOUD_TOKEN_FILE`, `ROBOT_USER_FILE`,
+    /// `ROBOT_PASSWORD_FILE`) for the program to run next to the controllers; `None` when no
+    /// credential came from a file (or it was taken already).
+    pub fn take_credential_rotation(&self) -> Option<CredentialRotation> {
+        self.rotation.lock_unpoisoned().take()
     }
 
     /// The API client.
@@ -172,31 +190,62 @@ impl HcloudCloud {
     }
 }
 
+/// What watches the credentials that came from files: the token of `client` and, with
+/// `robot_client`, the Robot pair.
+fn credential_rotation(
+    config: &Config,
+    client: &Client,
+    robot_client: Option<RobotClient>,
+    metrics: HcloudMetrics,
+) -> Option<CredentialRotation> {
+    let mut rotation = CredentialRotation::new(metrics);
+    if let Some(file) = &config.token_file {
+        rotation = rotation.watch_token(file.clone(), client.clone(), config.token.clone());
+    }
+    let robot = config.robot.as_ref();
+    if let (Some(robot_client), Some(robot)) = (robot_client, robot)
+        && let Some((user, password)) = &robot.credentials
+    {
+        let source = |file: &Option<std::path::PathBuf>| file.clone().map_or(Source::Fixed, Source::File);
+        let in_use = RobotPair { user: user.clone(), password: password.clone() };
+        let files = &robot.credential_files;
+        rotation = rotation.watch_robot(source(&files.user), source(&files.password), robot_client, in_use);
+    }
+    if rotation.is_watching() {
+        info!(?rotation, interval = ?crate::rotation::POLL_INTERVAL,
+            "credential files are watched: a new credential is checked and used without a restart");
+        Some(rotation)
+    } else {
+        None
+    }
+}
+
 /// The Robot support `robot` (the `ROBOT_*` settings, `None` unless `ROBOT_ENABLED`) asks
-/// for; with credentials, a Robot client behind `gate`, counted in `metrics`.
+/// for; with credentials, a Robot client behind `gate`, counted in `metrics` (returned too:
+/// the credential rotation replaces its credentials).
 fn robot_mode(
     robot: Option<&RobotConfig>,
     gate: Option<RequestGate>,
     metrics: &HcloudMetrics,
-) -> Result<RobotMode, StartupError> {
+) -> Result<(RobotMode, Option<RobotClient>), StartupError> {
     let Some(robot) = robot else {
-        return Ok(RobotMode::Off);
+        return Ok((RobotMode::Off, None));
     };
     let Some((user, password)) = &robot.credentials else {
         info!("ROBOT_ENABLED without ROBOT_USER/ROBOT_PASSWORD: Load Balancer-only Robot mode");
-        return Ok(RobotMode::LoadBalancerOnly);
+        return Ok((RobotMode::LoadBalancerOnly, None));
     };
-    let mut client =
-        RobotClient::new(&robot.endpoint, user, secrecy::SecretString::from(password.expose_secret().to_owned()))
-            .map_err(StartupError::RobotClient)?
-            .with_timeout(Duration::from_secs(15));
+    let mut client = RobotClient::new(&robot.endpoint, user, password.clone())
+        .map_err(StartupError::RobotClient)?
+        .with_timeout(Duration::from_secs(15));
     if let Some(gate) = gate {
         client = client.with_gate(gate);
     }
     client = client.with_observer(metrics.robot_observer());
     info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
         rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
-    Ok(RobotMode::Full(Arc::new(RobotInventory::new(client, robot.cache_timeout, robot.rate_limit_wait))))
+    let inventory = RobotInventory::new(client.clone(), robot.cache_timeout, robot.rate_limit_wait);
+    Ok((RobotMode::Full(Arc::new(inventory)), Some(client)))
 }
 
 /// The routes' settings when routes are enabled and the network resolved: routes only
@@ -309,7 +358,8 @@ mod tests {
         ];
         for (env, expected) in cases {
             let c = config(env, Vec::new());
-            let mode = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default()).expect("client builds");
+            let (mode, client) = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default()).expect("client builds");
+            assert_eq!(client.is_some(), *expected == "full", "{env:?}");
             let got = match mode {
                 RobotMode::Off => "off",
                 RobotMode::LoadBalancerOnly => "load-balancer-only",

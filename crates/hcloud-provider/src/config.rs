@@ -2,6 +2,7 @@
 //! formats and defaults. Every problem is collected and reported together.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use ipnet::IpNet;
@@ -39,6 +40,10 @@ pub enum CacheMode {
 pub struct Config {
     /// The Hetzner Cloud API token (`HCLOUD_TOKEN`, or the file `HCLOUD_TOKEN_FILE` names).
     pub token: SecretString,
+    /// `HCLOUD_TOKEN_FILE` when the token came from it (`HCLOUD_TOKEN` unset): the file is
+    /// watched, and a new token in it is checked and used without a restart
+    /// ([`crate::rotation`]). A token from `HCLOUD_TOKEN` cannot change.
+    pub token_file: Option<PathBuf>,
     /// The API base URL (`HCLOUD_ENDPOINT`); `None`: the public API.
     pub endpoint: Option<String>,
     /// `HCLOUD_DEBUG`: log every API request and response (token redacted).
@@ -84,6 +89,7 @@ impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
             .field("token", &"[redacted]")
+            .field("token_file", &self.token_file)
             .field("endpoint", &self.endpoint)
             .field("debug", &self.debug)
             .field("network", &self.network)
@@ -104,8 +110,15 @@ impl fmt::Debug for Config {
 /// Every environment variable this provider reads besides the `HCLOUD_LOAD_BALANCERS_*` ones
 /// (see [`crate::load_balancers::defaults::ENV_HELP`]), with its meaning (for `--help`).
 pub const ENV_HELP: &[(&str, &str)] = &[
-    ("HCLOUD_TOKEN", "Hetzner Cloud API token (required, or HCLOUD_TOKEN_FILE). Checked at start-up."),
-    ("HCLOUD_TOKEN_FILE", "File holding the token (whitespace trimmed); HCLOUD_TOKEN wins if both are set."),
+    (
+        "HCLOUD_TOKEN",
+        "Hetzner Cloud API token (required, or HCLOUD_TOKEN_FILE). Checked at start-up; cannot change without a restart.",
+    ),
+    (
+        "HCLOUD_TOKEN_FILE",
+        "File holding the token (whitespace trimmed); HCLOUD_TOKEN wins if both are set. Watched: a new token in it \
+         (e.g. an updated Secret) is checked (GET /locations) and used without a restart; a refused one is not used.",
+    ),
     ("HCLOUD_ENDPOINT", "API base URL (default https://api.hetzner.cloud/v1)."),
     ("HCLOUD_DEBUG", "true: log every API request and response body (the token is never logged). Default false."),
     ("HCLOUD_NETWORK", "Private network id or name: nodes get their IP in it as InternalIP. Resolved at start-up."),
@@ -133,7 +146,9 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     ("ROBOT_ENABLED", "true: support Robot (dedicated) servers as Nodes and Load Balancer targets. Default false."),
     (
         "ROBOT_USER",
-        "Robot webservice user (or ROBOT_USER_FILE); set with ROBOT_PASSWORD or neither (neither: Load Balancer-only mode).",
+        "Robot webservice user (or ROBOT_USER_FILE); set with ROBOT_PASSWORD or neither (neither: Load Balancer-only mode). \
+         ROBOT_USER_FILE and ROBOT_PASSWORD_FILE are watched: new credentials are checked (GET /server) and used \
+         without a restart.",
     ),
     ("ROBOT_PASSWORD", "Robot webservice password (or ROBOT_PASSWORD_FILE); never logged."),
     ("ROBOT_CACHE_TIMEOUT", "How long the Robot server list is reused (Go duration, default 5m)."),
@@ -162,16 +177,14 @@ impl Config {
         let mut r = EnvReader::new(&get);
 
         let token = r.var_or_file("HCLOUD_TOKEN");
-        match &token {
+        let token_file = r.file_of("HCLOUD_TOKEN");
+        match token.as_deref().map(|t| (t, crate::rotation::read::token_problem(t))) {
             None if !r.is_set("HCLOUD_TOKEN_FILE") => {
                 r.problem("HCLOUD_TOKEN: required (or HCLOUD_TOKEN_FILE): a Hetzner Cloud API token")
             }
             None => {} // the unreadable file is the problem
-            Some(t) if t.is_empty() => r.problem("HCLOUD_TOKEN: is empty"),
-            Some(t) if t.chars().any(char::is_whitespace) => {
-                r.problem("HCLOUD_TOKEN: contains whitespace; expected a single API token")
-            }
-            Some(t) if t.len() != 64 => {
+            Some((_, Some(why))) => r.problem(format!("HCLOUD_TOKEN: {why}")),
+            Some((t, None)) if t.len() != 64 => {
                 r.warn(format!("HCLOUD_TOKEN: has {} characters; Hetzner Cloud tokens have 64", t.len()))
             }
             Some(_) => {}
@@ -237,6 +250,7 @@ impl Config {
         let warnings = r.finish()?;
         Ok(Config {
             token: SecretString::from(token.unwrap_or_default()),
+            token_file,
             endpoint,
             debug,
             routes_enabled,
@@ -329,9 +343,11 @@ mod tests {
         let path = file.to_string_lossy().to_string();
         let c = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path)]), Vec::new()).expect("valid");
         assert_eq!(c.token.expose_secret(), "f".repeat(64));
+        assert_eq!(c.token_file, Some(file.clone()), "watched");
         let c = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", &path), ("HCLOUD_TOKEN", &"e".repeat(64))]), Vec::new())
             .expect("valid");
         assert_eq!(c.token.expose_secret(), "e".repeat(64), "the plain variable wins");
+        assert_eq!(c.token_file, None, "a token from the variable cannot change: nothing to watch");
         let err = Config::from_env(env(&[("HCLOUD_TOKEN_FILE", "/nonexistent/token")]), Vec::new()).unwrap_err();
         assert!(err.to_string().contains("HCLOUD_TOKEN_FILE: cannot read"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
@@ -442,6 +458,8 @@ mod tests {
         assert_eq!(err.0, vec!["HCLOUD_TOKEN: contains whitespace; expected a single API token"]);
         let err = Config::from_env(env(&[("HCLOUD_TOKEN", "  ")]), Vec::new()).expect_err("blank");
         assert_eq!(err.0, vec!["HCLOUD_TOKEN: is empty"]);
+        let err = Config::from_env(env(&[("HCLOUD_TOKEN", "secret\u{7}bell")]), Vec::new()).expect_err("control");
+        assert_eq!(err.0, vec!["HCLOUD_TOKEN: contains control characters; expected a single API token"]);
     }
 
     #[test]

@@ -86,6 +86,16 @@ impl<'a> EnvReader<'a> {
         }
     }
 
+    /// The file `<name>_FILE` names when `<name>` itself is unset: where
+    /// [`var_or_file`](Self::var_or_file) read the value from (the file to watch for a new
+    /// value), or `None` when the value came from the plain variable or nowhere.
+    pub fn file_of(&self, name: &str) -> Option<std::path::PathBuf> {
+        if self.is_set(name) {
+            return None;
+        }
+        self.var(&format!("{name}_FILE")).map(std::path::PathBuf::from)
+    }
+
     /// A boolean in Go's `ParseBool` syntax.
     pub fn bool(&mut self, name: &str) -> Option<bool> {
         let v = self.var(name)?;
@@ -269,6 +279,9 @@ mod tests {
         assert_eq!(r.var_or_file("P").as_deref(), Some("plain"));
         assert_eq!(r.var_or_file("M"), None);
         assert_eq!(r.var_or_file("UNSET"), None);
+        assert_eq!(r.file_of("S"), Some(file.clone()), "S came from its file");
+        assert_eq!(r.file_of("P"), None, "P came from the plain variable");
+        assert_eq!(r.file_of("UNSET"), None);
         let err = r.finish().expect_err("unreadable file");
         assert_eq!(err.0.len(), 1);
         assert!(err.0[0].starts_with("M_FILE: cannot read \"/nonexistent/secret\": "), "{err}");

@@ -23,6 +23,10 @@
 //! through [`robot::RobotInventory`] (one cached `GET /server` per `ROBOT_CACHE_TIMEOUT`, a
 //! rate-limit circuit breaker), metadata through the pure [`robot::metadata`] mapping.
 //!
+//! Credentials from files (`HCLOUD_TOKEN_FILE`, `ROBOT_USER_FILE`, `ROBOT_PASSWORD_FILE`)
+//! rotate without a restart: [`rotation::CredentialRotation`] reads them every few seconds,
+//! checks a new one once and puts it in the running clients.
+//!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
 
 mod api_error;
@@ -35,6 +39,7 @@ pub mod load_balancers;
 pub mod metrics;
 pub mod provider_id;
 pub mod robot;
+pub mod rotation;
 pub mod routes;
 
 pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
@@ -45,4 +50,5 @@ pub use load_balancers::HcloudLoadBalancers;
 pub use metrics::HcloudMetrics;
 pub use provider_id::{ProviderId, ProviderIdError};
 pub use robot::{RobotInventory, RobotMode};
+pub use rotation::CredentialRotation;
 pub use routes::{HcloudRoutes, RoutesConfig};

@@ -14,7 +14,9 @@
 //! `hcloud_api_ratelimit_remaining`), what the shared server inventory did
 //! (`hcloud_ccm_inventory_{lists,single_requests,cooldowns}_total`), and the Robot webservice
 //! requests (`hcloud_robot_requests_total{code,method,api_endpoint}`; its budget is a few hundred
-//! requests per hour, and the official CCM does not count them).
+//! requests per hour, and the official CCM does not count them), and what became of new
+//! credentials found in the watched files (`hcloud_ccm_credential_rotations_total{credential,result}`,
+//! see [`crate::rotation`]).
 
 use std::sync::{Arc, OnceLock};
 
@@ -46,6 +48,12 @@ struct OpLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RotationLabels {
+    credential: &'static str,
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CacheLabels {
     subsystem: &'static str,
     mode: &'static str,
@@ -66,6 +74,7 @@ pub struct HcloudMetrics {
     in_flight: Gauge,
     operations: Family<OpLabels, Counter>,
     cache: Family<CacheLabels, Counter>,
+    rotations: Family<RotationLabels, Counter>,
     ratelimit_limit: Gauge,
     ratelimit_remaining: Gauge,
     inventory: InventoryCounters,
@@ -90,6 +99,7 @@ impl Default for HcloudMetrics {
             in_flight: Gauge::default(),
             operations: Family::default(),
             cache: Family::default(),
+            rotations: Family::default(),
             ratelimit_limit: Gauge::default(),
             ratelimit_remaining: Gauge::default(),
             inventory: InventoryCounters::default(),
@@ -143,6 +153,14 @@ impl HcloudMetrics {
             self.robot_requests.clone(),
         );
         registry.register(
+            "hcloud_ccm_credential_rotations",
+            "New credentials found in a watched file (HCLOUD_TOKEN_FILE, ROBOT_USER_FILE, ROBOT_PASSWORD_FILE), by \
+             credential and result: accepted (checked and in use), rejected (refused by the API, not used), \
+             check_failed (the API could not be asked, retried), invalid (no usable credential in the file), \
+             unreadable (the file cannot be read)",
+            self.rotations.clone(),
+        );
+        registry.register(
             "hcloud_ccm_inventory_lists",
             "Paginated server lists (snapshot refreshes) of the shared server inventory",
             self.inventory.lists.clone(),
@@ -186,6 +204,12 @@ impl HcloudMetrics {
     /// Counts a provider operation (`cloud_controller_manager_operations_total{op}`).
     pub(crate) fn operation(&self, op: &'static str) {
         self.operations.get_or_create(&OpLabels { op }).inc();
+    }
+
+    /// Counts what became of a new `credential` (`hcloud_token`, `robot`):
+    /// `hcloud_ccm_credential_rotations_total{credential,result}`.
+    pub(crate) fn credential_rotation(&self, credential: &'static str, result: &'static str) {
+        self.rotations.get_or_create(&RotationLabels { credential, result }).inc();
     }
 
     /// Counts one server lookup of `subsystem` (`hit`: answered from memory) in

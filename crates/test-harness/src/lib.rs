@@ -26,6 +26,8 @@
 //!   anyhow's `{:#}` does.
 //! - [`ChildProcess`] runs a binary under test (`hcloud-ccm`, `hcloud-fake`) with its output
 //!   in a log file, exit-status capture, graceful stop, and a log dump when a test panics.
+//! - [`SecretVolume`] is a directory laid out like a mounted Secret and updated like the
+//!   kubelet updates one (the `..data` symlink swapped to a new timestamped directory).
 //! - [`TcpProxy`] sits between a client and the API server (or any TCP service) and can
 //!   [`cut`](TcpProxy::cut) or [`blackhole`](TcpProxy::blackhole) all traffic and
 //!   [`restore`](TcpProxy::restore) it, for partition tests.
@@ -94,6 +96,7 @@ mod process;
 mod provision;
 mod proxy;
 pub mod rbac;
+mod secret_volume;
 mod service;
 mod wait;
 
@@ -109,6 +112,7 @@ pub use node::{NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TA
 pub use process::{ChildProcess, DEFAULT_STOP_GRACE};
 pub use provision::provisioned_path;
 pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
+pub use secret_volume::SecretVolume;
 pub use service::load_balancer_service;
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};
 

@@ -23,8 +23,9 @@ mod error;
 mod models;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+use sync_lock::UnpoisonRw as _;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
@@ -37,13 +38,20 @@ use crate::observe::{RequestEvent, RequestGate, RequestObserver};
 /// The Robot webservice's address.
 pub const DEFAULT_ROBOT_ENDPOINT: &str = "https://robot-ws.your-server.de";
 
-/// A Robot webservice client. Cheap to clone.
+/// The basic-auth pair.
+struct Credentials {
+    user: String,
+    password: SecretString,
+}
+
+/// A Robot webservice client. Cheap to clone; clones share the connections and the
+/// credentials (replaced for all of them by [`RobotClient::set_credentials`]).
 #[derive(Clone)]
 pub struct RobotClient {
     http: reqwest::Client,
     endpoint: String,
-    user: String,
-    password: SecretString,
+    /// Read once per request: credentials set meanwhile are used from the next request on.
+    credentials: Arc<RwLock<Arc<Credentials>>>,
     timeout: Duration,
     gate: Option<RequestGate>,
     observer: Option<Arc<dyn RequestObserver>>,
@@ -53,7 +61,7 @@ impl fmt::Debug for RobotClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RobotClient")
             .field("endpoint", &self.endpoint)
-            .field("user", &self.user)
+            .field("user", &self.user())
             .field("password", &"[redacted]")
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
@@ -74,8 +82,7 @@ impl RobotClient {
         Ok(RobotClient {
             http,
             endpoint: endpoint.trim_end_matches('/').to_owned(),
-            user: user.to_owned(),
-            password,
+            credentials: Arc::new(RwLock::new(Arc::new(Credentials { user: user.to_owned(), password }))),
             timeout: crate::DEFAULT_TIMEOUT,
             gate: None,
             observer: None,
@@ -104,6 +111,29 @@ impl RobotClient {
     /// The endpoint.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// The user name in use.
+    pub fn user(&self) -> String {
+        self.credentials.read_unpoisoned().user.clone()
+    }
+
+    /// Replaces the credentials of this client and of every clone: each request that starts
+    /// afterwards sends them; requests under way finish with the old ones.
+    pub fn set_credentials(&self, user: &str, password: SecretString) {
+        *self.credentials.write_unpoisoned() = Arc::new(Credentials { user: user.to_owned(), password });
+    }
+
+    /// A client for trying credentials before they are put in use with
+    /// [`RobotClient::set_credentials`]: it shares this client's connections, endpoint,
+    /// timeout and observer, has credentials of its own and consults **no request gate** (a
+    /// read that checks credentials, which a standby replica needs as much as the leader).
+    pub fn with_credentials(&self, user: &str, password: SecretString) -> RobotClient {
+        RobotClient {
+            credentials: Arc::new(RwLock::new(Arc::new(Credentials { user: user.to_owned(), password }))),
+            gate: None,
+            ..self.clone()
+        }
     }
 
     /// Every server of the account (`GET /server`; the webservice answers an account without
@@ -146,10 +176,11 @@ impl RobotClient {
             gate().map_err(|why| RobotError::NotSent(format!("{request} not sent: {why}")))?;
         }
         let started = Instant::now();
+        let credentials = self.credentials.read_unpoisoned().clone();
         let resp = match self
             .http
             .get(format!("{}{path}", self.endpoint))
-            .basic_auth(&self.user, Some(self.password.expose_secret()))
+            .basic_auth(&credentials.user, Some(credentials.password.expose_secret()))
             .timeout(self.timeout)
             .send()
             .await

@@ -3,6 +3,7 @@
 //! [`crate::config::Config::from_env`], which reports these errors with all the others.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -16,6 +17,10 @@ pub struct RobotConfig {
     /// Robot client (Robot nodes are still recognized, and become Load Balancer IP targets
     /// through their InternalIP).
     pub credentials: Option<(String, SecretString)>,
+    /// With credentials: the files they came from (`ROBOT_USER_FILE`, `ROBOT_PASSWORD_FILE`,
+    /// each only when its plain variable is unset), watched for new credentials
+    /// ([`crate::rotation`]); a part from a plain variable cannot change.
+    pub credential_files: CredentialFiles,
     /// `ROBOT_ENDPOINT` (hcloud-ccm only): the Robot webservice URL.
     pub endpoint: String,
     /// `ROBOT_CACHE_TIMEOUT` (default 5m): how long the server list is reused.
@@ -27,11 +32,21 @@ pub struct RobotConfig {
     pub forward_internal_ips: bool,
 }
 
+/// Where the Robot credentials came from: the files to watch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CredentialFiles {
+    /// `ROBOT_USER_FILE`, when the user came from it.
+    pub user: Option<PathBuf>,
+    /// `ROBOT_PASSWORD_FILE`, when the password came from it.
+    pub password: Option<PathBuf>,
+}
+
 impl fmt::Debug for RobotConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RobotConfig")
             .field("user", &self.credentials.as_ref().map(|(u, _)| u))
             .field("password", &self.credentials.as_ref().map(|_| "[redacted]"))
+            .field("credential_files", &self.credential_files)
             .field("endpoint", &self.endpoint)
             .field("cache_timeout", &self.cache_timeout)
             .field("rate_limit_wait", &self.rate_limit_wait)
@@ -66,6 +81,10 @@ pub(crate) fn from_env(r: &mut EnvReader<'_>, routes: bool) -> Option<RobotConfi
         }
         (_, _) => None,
     };
+    let credential_files = match &credentials {
+        Some(_) => CredentialFiles { user: r.file_of("ROBOT_USER"), password: r.file_of("ROBOT_PASSWORD") },
+        None => CredentialFiles::default(),
+    };
     let cache_timeout = r.duration("ROBOT_CACHE_TIMEOUT").unwrap_or(Duration::from_secs(300));
     let rate_limit_wait = r.duration("ROBOT_RATE_LIMIT_WAIT_TIME").unwrap_or(Duration::ZERO);
     let forward_internal_ips = r.bool("ROBOT_FORWARD_INTERNAL_IPS").unwrap_or(true);
@@ -93,5 +112,12 @@ pub(crate) fn from_env(r: &mut EnvReader<'_>, routes: bool) -> Option<RobotConfi
             }
         }
     }
-    robot_enabled.then_some(RobotConfig { credentials, endpoint, cache_timeout, rate_limit_wait, forward_internal_ips })
+    robot_enabled.then_some(RobotConfig {
+        credentials,
+        credential_files,
+        endpoint,
+        cache_timeout,
+        rate_limit_wait,
+        forward_internal_ips,
+    })
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use secrecy::ExposeSecret;
 
 use crate::config::{Config, ConfigErrors};
+use crate::robot::config::CredentialFiles;
 
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -58,7 +59,13 @@ fn robot_credentials_from_files_and_precedence() {
     let (u, p) = (uf.to_string_lossy().to_string(), pf.to_string_lossy().to_string());
     let c =
         with_token(&[("ROBOT_ENABLED", "true"), ("ROBOT_USER_FILE", &u), ("ROBOT_PASSWORD_FILE", &p)]).expect("valid");
-    let (user, pw) = c.robot.expect("on").credentials.expect("credentials");
+    let robot = c.robot.expect("on");
+    assert_eq!(
+        robot.credential_files,
+        CredentialFiles { user: Some(uf.clone()), password: Some(pf.clone()) },
+        "watched"
+    );
+    let (user, pw) = robot.credentials.expect("credentials");
     assert_eq!((user.as_str(), pw.expose_secret()), ("file-user", "file-pw"));
     let c = with_token(&[
         ("ROBOT_ENABLED", "true"),
@@ -67,7 +74,13 @@ fn robot_credentials_from_files_and_precedence() {
         ("ROBOT_PASSWORD_FILE", &p),
     ])
     .expect("valid");
-    assert_eq!(c.robot.expect("on").credentials.expect("credentials").0, "plain", "the plain variable wins");
+    let robot = c.robot.expect("on");
+    assert_eq!(robot.credentials.expect("credentials").0, "plain", "the plain variable wins");
+    assert_eq!(
+        robot.credential_files,
+        CredentialFiles { user: None, password: Some(pf.clone()) },
+        "only the password can change"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -1,0 +1,124 @@
+//! End to end: the token in `HCLOUD_TOKEN_FILE` rotates without a restart. The file is a key
+//! of a Secret volume, updated the way the kubelet updates one (the `..data` symlink swapped
+//! to a new directory); the fake accepts only the tokens the test allows.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+mod common;
+
+use common::{Env, REACT, free_port, tainted};
+use hcloud_fake::control::SeedServer;
+use hcloud_fake::{FakeConfig, TokenPolicy, token_fingerprint};
+use k8s_openapi::api::core::v1::Node;
+use test_harness::{ChildProcess, NodeBuilder, SecretVolume, wait_for, wait_until};
+
+const OLD: &str = "rotation-old-0000000000000000000000000000000000000000000000000001";
+const NEW: &str = "rotation-new-0000000000000000000000000000000000000000000000000002";
+const BAD: &str = "rotation-bad-0000000000000000000000000000000000000000000000000003";
+
+fn initialized(n: Option<&Node>) -> bool {
+    n.is_some_and(|n| !tainted(n) && n.spec.as_ref().and_then(|s| s.provider_id.as_ref()).is_some())
+}
+
+/// The CCM with its token from `volume`'s key `token` (no `HCLOUD_TOKEN`) and its metrics on
+/// the returned address.
+async fn ccm_with_token_file(env: &Env, volume: &SecretVolume) -> (ChildProcess, String) {
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let file = volume.path("token").to_string_lossy().into_owned();
+    let ccm =
+        env.ccm(&[("HCLOUD_TOKEN", ""), ("HCLOUD_TOKEN_FILE", &file), ("HCLOUD_METRICS_ADDRESS", &metrics)], &[]).await;
+    (ccm, format!("http://{metrics}/metrics"))
+}
+
+/// `hcloud_ccm_credential_rotations_total{credential="hcloud_token",result=<result>}`, if
+/// the series exists.
+async fn rotations(metrics: &str, result: &str) -> Option<f64> {
+    let text = reqwest::get(metrics).await.ok()?.text().await.ok()?;
+    let series = format!(r#"hcloud_ccm_credential_rotations_total{{credential="hcloud_token",result="{result}"}} "#);
+    text.lines().find_map(|l| l.strip_prefix(series.as_str())).and_then(|v| v.trim().parse().ok())
+}
+
+/// Registers a Node for a server seeded now and waits until the CCM initialized it.
+async fn node_initialized(env: &Env, name: &str) {
+    env.fake.handle().seed_server(&SeedServer::new(name)).expect("server");
+    NodeBuilder::new(name).register(&env.client).await.expect("node registers");
+    wait_for(&env.nodes, name, REACT, &format!("{name} initialized"), initialized).await.expect("initialized");
+}
+
+#[tokio::test]
+async fn a_token_rotated_in_the_mounted_secret_is_used_without_a_restart_or_a_failed_request() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    h.set_token_policy(TokenPolicy::allow([OLD]));
+    let mut volume = SecretVolume::new(&[("token", &format!("{OLD}\n"))]).expect("volume");
+    let (ccm, metrics) = ccm_with_token_file(&env, &volume).await;
+    node_initialized(&env, "rot-a").await;
+
+    // The operator creates the new token, updates the Secret, and revokes the old token once
+    // the CCM uses the new one.
+    h.set_token_policy(TokenPolicy::allow([OLD, NEW]));
+    volume.update(&[("token", &format!("{NEW}\n"))]).expect("the kubelet's symlink swap");
+    wait_until(REACT, "the CCM checked and took the new token", async || {
+        rotations(&metrics, "accepted").await == Some(1.0)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- logs ---\n{}", ccm.logs()));
+    h.set_token_policy(TokenPolicy::allow([NEW]));
+    let revoked_ms = h.request_log().last().map_or(0, |r| r.unix_ms);
+
+    // A Node whose server appears only now: initializing it needs the API.
+    node_initialized(&env, "rot-b").await;
+
+    let log = h.request_log();
+    let failed: Vec<_> = log.iter().filter(|r| r.status >= 400).collect();
+    assert!(failed.is_empty(), "no failed request at all: {failed:#?}");
+    let (old_fp, new_fp) = (token_fingerprint(OLD), token_fingerprint(NEW));
+    let first_new = log.iter().position(|r| r.token_fingerprint.as_deref() == Some(&new_fp)).expect("new token used");
+    assert_eq!(log[first_new].endpoint, "GET /v1/locations", "the new token was checked first");
+    assert!(log[..first_new].iter().all(|r| r.token_fingerprint.as_deref() == Some(&old_fp)), "before: the old one");
+    let after: Vec<_> = log.iter().filter(|r| r.unix_ms > revoked_ms).collect();
+    assert!(after.iter().any(|r| r.endpoint.starts_with("GET /v1/servers")), "rot-b was looked up: {after:#?}");
+    assert!(
+        after.iter().all(|r| r.token_fingerprint.as_deref() == Some(&new_fp)),
+        "every request after the switch carries the new token: {after:#?}"
+    );
+    assert!(ccm.is_running(), "no restart");
+    let logs = ccm.logs();
+    assert_eq!(logs.matches("hcloud-ccm started").count(), 1, "{logs}");
+    assert!(logs.contains("new token accepted") && logs.contains(&new_fp), "{logs}");
+    assert!(!logs.contains(OLD) && !logs.contains(NEW), "a token in the logs: {logs}");
+}
+
+#[tokio::test]
+async fn a_token_the_api_refuses_is_not_used_and_the_old_one_goes_on() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    h.set_token_policy(TokenPolicy::allow([OLD]));
+    let mut volume = SecretVolume::new(&[("token", OLD)]).expect("volume");
+    let (ccm, metrics) = ccm_with_token_file(&env, &volume).await;
+
+    volume.update(&[("token", BAD)]).expect("the kubelet's symlink swap");
+    wait_until(REACT, "the CCM refused the bad token", async || rotations(&metrics, "rejected").await == Some(1.0))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n--- logs ---\n{}", ccm.logs()));
+    node_initialized(&env, "rot-c").await;
+
+    let bad: Vec<_> = h.request_log_for_token(BAD).into_iter().map(|r| (r.endpoint, r.status)).collect();
+    assert_eq!(bad, vec![("GET /v1/locations".to_owned(), 401)], "checked once, never used");
+    let old_fp = token_fingerprint(OLD);
+    let others: Vec<_> = h
+        .request_log()
+        .into_iter()
+        .filter(|r| r.token_fingerprint.as_deref() != Some(&token_fingerprint(BAD)))
+        .collect();
+    assert!(others.iter().any(|r| r.endpoint.starts_with("GET /v1/servers")), "rot-c was looked up: {others:#?}");
+    assert!(
+        others.iter().all(|r| r.status == 200 && r.token_fingerprint.as_deref() == Some(&old_fp)),
+        "everything else with the old token, successfully: {others:#?}"
+    );
+    assert_eq!(rotations(&metrics, "accepted").await, None);
+    let logs = ccm.logs();
+    assert!(logs.contains("the API refused the new token") && logs.contains(&token_fingerprint(BAD)), "{logs}");
+    assert!(!logs.contains(BAD), "the token in the logs: {logs}");
+    assert!(ccm.is_running());
+}

@@ -1,0 +1,294 @@
+//! Credentials that rotate without a restart: `HCLOUD_TOKEN_FILE`, `ROBOT_USER_FILE` and
+//! `ROBOT_PASSWORD_FILE` are read again every [`POLL_INTERVAL`]; a new credential is checked
+//! once with one cheap request and, if the API accepts it, used from the next request on.
+//!
+//! ```text
+//!  every 5 s ──► read the file(s) through their path (a mounted Secret's symlink swap is seen)
+//!                  │ decide::Watch: same as in use? failed before and not due? a new problem?
+//!                  ▼ a new credential
+//!                check it, past the leader fence (standbys rotate too):
+//!                  token: GET /locations with it (as at start-up)
+//!                  Robot: GET /server with it (the request the Robot inventory makes anyway)
+//!                  ├─ accepted ──► Client::set_token / RobotClient::set_credentials: every
+//!                  │               clone sends it from its next request on; logged with the
+//!                  │               token's fingerprint (Robot: the user), never the secret
+//!                  ├─ rejected (401/403; Robot 401) ──► not used, the old one stays; checked
+//!                  │               again when the file changes or after 5 min
+//!                  └─ not asked (unreachable, 5xx, rate-limited) ──► the old one stays;
+//!                                  checked again after 15 s, doubling up to 5 min
+//!  each outcome: a log line and hcloud_ccm_credential_rotations_total{credential,result}
+//! ```
+//!
+//! Polling rather than inotify: a mounted Secret changes at most about once a kubelet sync
+//! period (a minute or so), reading a file of a few dozen bytes every 5 s costs nothing
+//! measurable, and a path read anew each time cannot miss the symlink swap, which watches on
+//! the file itself do (they follow the old, deleted directory). No new dependency.
+//!
+//! A credential from a plain variable (`HCLOUD_TOKEN`, `ROBOT_USER`, `ROBOT_PASSWORD`)
+//! cannot change; only the parts that came from files are watched.
+
+mod decide;
+pub(crate) mod read;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hcloud_api::robot::{RobotClient, RobotError};
+use hcloud_api::{Client, ErrorCode, token_fingerprint};
+use secrecy::{ExposeSecret, SecretString};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+pub use decide::{Checked, FAILED_RECHECK_FIRST, REJECTED_RECHECK, recheck_after};
+use decide::{Step, Watch};
+pub use read::{RobotPair, Source, Token, token_problem};
+
+use crate::metrics::HcloudMetrics;
+
+/// How often the credential files are read.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Which credential an outcome is about (the metric's `credential` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// `HCLOUD_TOKEN_FILE` (`hcloud_token`).
+    HcloudToken,
+    /// `ROBOT_USER_FILE` / `ROBOT_PASSWORD_FILE` (`robot`).
+    Robot,
+}
+
+impl Credential {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Credential::HcloudToken => "hcloud_token",
+            Credential::Robot => "robot",
+        }
+    }
+}
+
+/// What became of a new credential, or of the file (the metric's `result` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Checked and in use.
+    Accepted,
+    /// Refused by the API; not used.
+    Rejected,
+    /// The API could not be asked; checked again later.
+    CheckFailed,
+    /// The file holds no usable credential.
+    Invalid,
+    /// The file cannot be read.
+    Unreadable,
+}
+
+impl Outcome {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Rejected => "rejected",
+            Outcome::CheckFailed => "check_failed",
+            Outcome::Invalid => "invalid",
+            Outcome::Unreadable => "unreadable",
+        }
+    }
+}
+
+struct TokenWatch {
+    file: PathBuf,
+    client: Client,
+    in_use: Token,
+    watch: Watch<Token>,
+}
+
+struct RobotWatch {
+    user: Source,
+    password: Source,
+    client: RobotClient,
+    in_use: RobotPair,
+    watch: Watch<RobotPair>,
+}
+
+/// The watcher of the credential files. Built by the provider at start-up
+/// ([`crate::HcloudCloud::take_credential_rotation`]); [`CredentialRotation::run`] polls until
+/// dropped or aborted.
+pub struct CredentialRotation {
+    token: Option<TokenWatch>,
+    robot: Option<RobotWatch>,
+    metrics: HcloudMetrics,
+}
+
+impl std::fmt::Debug for CredentialRotation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CredentialRotation")
+            .field("token_file", &self.token.as_ref().map(|t| &t.file))
+            .field("robot", &self.robot.as_ref().map(|r| (&r.user, &r.password)))
+            .finish_non_exhaustive()
+    }
+}
+
+impl CredentialRotation {
+    /// A watcher of nothing yet, counting in `metrics`.
+    pub fn new(metrics: HcloudMetrics) -> CredentialRotation {
+        CredentialRotation { token: None, robot: None, metrics }
+    }
+
+    /// Watches `file` (`HCLOUD_TOKEN_FILE`) for the token of `client`, which now is `in_use`.
+    pub fn watch_token(mut self, file: PathBuf, client: Client, in_use: SecretString) -> Self {
+        self.token = Some(TokenWatch { file, client, in_use: Token(in_use), watch: Watch::default() });
+        self
+    }
+
+    /// Watches the Robot credentials of `client` (now `in_use`): the parts whose source is a
+    /// file. Nothing is watched when neither is.
+    pub fn watch_robot(mut self, user: Source, password: Source, client: RobotClient, in_use: RobotPair) -> Self {
+        if user != Source::Fixed || password != Source::Fixed {
+            self.robot = Some(RobotWatch { user, password, client, in_use, watch: Watch::default() });
+        }
+        self
+    }
+
+    /// Whether any file is watched.
+    pub fn is_watching(&self) -> bool {
+        self.token.is_some() || self.robot.is_some()
+    }
+
+    /// Polls every [`POLL_INTERVAL`], forever (stop it by dropping or aborting its task).
+    pub async fn run(mut self) {
+        let mut ticks = tokio::time::interval(POLL_INTERVAL);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await; // the first tick is immediate; the files were just read
+        loop {
+            ticks.tick().await;
+            self.poll_once().await;
+        }
+    }
+
+    /// Reads the files once and acts on what changed; returns what happened (nothing when
+    /// nothing changed).
+    pub async fn poll_once(&mut self) -> Vec<(Credential, Outcome)> {
+        let mut outcomes = Vec::new();
+        if let Some(t) = &mut self.token {
+            outcomes.extend(t.poll().await.map(|o| (Credential::HcloudToken, o)));
+        }
+        if let Some(r) = &mut self.robot {
+            outcomes.extend(r.poll().await.map(|o| (Credential::Robot, o)));
+        }
+        for (credential, outcome) in &outcomes {
+            self.metrics.credential_rotation(credential.label(), outcome.label());
+        }
+        outcomes
+    }
+}
+
+/// Logs a file problem; its outcome.
+fn problem(variable: &str, unreadable: bool, message: &str) -> Outcome {
+    warn!(problem = %message, "{variable}: no usable credential in the file; keeping the one in use");
+    if unreadable { Outcome::Unreadable } else { Outcome::Invalid }
+}
+
+impl TokenWatch {
+    async fn poll(&mut self) -> Option<Outcome> {
+        let new = match self.watch.poll(&self.in_use, read::read_token(&self.file), Instant::now()) {
+            Step::Wait => return None,
+            Step::Problem { unreadable, message } => return Some(problem("HCLOUD_TOKEN_FILE", unreadable, &message)),
+            Step::Check(new) => new,
+        };
+        let fingerprint = token_fingerprint(new.0.expose_secret());
+        let checked = check_token(&self.client, &new.0).await;
+        let recheck = self.watch.checked(new.clone(), &checked, Instant::now());
+        Some(match checked {
+            Checked::Accepted => {
+                info!(
+                    fingerprint,
+                    previous = token_fingerprint(self.in_use.0.expose_secret()),
+                    "HCLOUD_TOKEN_FILE: new token accepted by the API (GET /locations); in use from the next request on"
+                );
+                self.in_use = new;
+                Outcome::Accepted
+            }
+            Checked::Rejected(error) => {
+                warn!(fingerprint, %error, recheck_after = ?recheck,
+                    "HCLOUD_TOKEN_FILE: the API refused the new token; it is not used, the token in use stays");
+                Outcome::Rejected
+            }
+            Checked::Failed(error) => {
+                warn!(fingerprint, %error, recheck_after = ?recheck,
+                    "HCLOUD_TOKEN_FILE: cannot check the new token; the token in use stays until it is checked");
+                Outcome::CheckFailed
+            }
+        })
+    }
+}
+
+/// Checks `token` with `GET /locations` (past the client's gate) and puts it in use if the API
+/// accepts it.
+async fn check_token(client: &Client, token: &SecretString) -> Checked {
+    let trial = match client.with_token(token.clone()) {
+        Ok(trial) => trial,
+        Err(e) => return Checked::Rejected(e.to_string()),
+    };
+    match trial.locations().list_all().await {
+        Ok(_) => match client.set_token(token.clone()) {
+            Ok(()) => Checked::Accepted,
+            Err(e) => Checked::Rejected(e.to_string()),
+        },
+        Err(e) if matches!(e.code(), Some(ErrorCode::Unauthorized | ErrorCode::Forbidden)) => {
+            Checked::Rejected(e.to_string())
+        }
+        Err(e) => Checked::Failed(e.to_string()),
+    }
+}
+
+impl RobotWatch {
+    async fn poll(&mut self) -> Option<Outcome> {
+        let read = read::read_robot(&self.user, &self.password, &self.in_use);
+        let new = match self.watch.poll(&self.in_use, read, Instant::now()) {
+            Step::Wait => return None,
+            Step::Problem { unreadable, message } => {
+                return Some(problem("ROBOT_USER_FILE/ROBOT_PASSWORD_FILE", unreadable, &message));
+            }
+            Step::Check(new) => new,
+        };
+        let checked = check_robot(&self.client, &new).await;
+        let recheck = self.watch.checked(new.clone(), &checked, Instant::now());
+        // The user is logged (as at start-up); of the password not even a fingerprint: a short
+        // hash of a chosen password could be matched by a dictionary search.
+        Some(match checked {
+            Checked::Accepted => {
+                info!(user = %new.user, previous_user = %self.in_use.user,
+                    "Robot: new credentials accepted by the webservice (GET /server); in use from the next request on");
+                self.in_use = new;
+                Outcome::Accepted
+            }
+            Checked::Rejected(error) => {
+                warn!(user = %new.user, %error, recheck_after = ?recheck,
+                    "Robot: the webservice refused the new credentials; they are not used, the ones in use stay");
+                Outcome::Rejected
+            }
+            Checked::Failed(error) => {
+                warn!(user = %new.user, %error, recheck_after = ?recheck,
+                    "Robot: cannot check the new credentials; the ones in use stay until they are checked");
+                Outcome::CheckFailed
+            }
+        })
+    }
+}
+
+/// Checks `pair` with `GET /server` (past the client's gate; an account without servers
+/// answers `SERVER_NOT_FOUND`, which proves the credentials too) and puts it in use if the
+/// webservice accepts it. 401 is a refusal; a 403 is the webservice's rate limit.
+async fn check_robot(client: &RobotClient, pair: &RobotPair) -> Checked {
+    match client.with_credentials(&pair.user, pair.password.clone()).servers().await {
+        Ok(_) => {
+            client.set_credentials(&pair.user, pair.password.clone());
+            Checked::Accepted
+        }
+        Err(e @ RobotError::Api { status: 401, .. }) => Checked::Rejected(e.to_string()),
+        Err(e) => Checked::Failed(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
