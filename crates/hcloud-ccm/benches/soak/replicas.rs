@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use test_harness::ChildProcess;
 
-use crate::common::status_kib;
+use super::common::status_kib;
 
 pub const ACQUIRED: &str = "successfully acquired lease";
 
@@ -40,6 +40,10 @@ pub struct Replica {
     pub samples: Vec<Sample>,
     /// Exit status when it ended without being stopped by the soak.
     pub died: Option<String>,
+    /// Exit code (128 + N: killed by signal N), once it ended.
+    pub exit_code: Option<i32>,
+    /// Stopping it failed.
+    pub stop_error: Option<String>,
 }
 
 fn entries(path: &str) -> usize {
@@ -51,7 +55,7 @@ impl Replica {
         let name = format!("replica-{index:02}");
         // 64 characters, distinct per replica: the fake's log tells their requests apart.
         let token = format!("soak{index:060}");
-        let metrics = format!("127.0.0.1:{}", crate::common::free_port());
+        let metrics = format!("127.0.0.1:{}", super::common::free_port());
         let proc = ChildProcess::spawn(
             Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")),
             &[
@@ -83,6 +87,8 @@ impl Replica {
             stopped: None,
             samples: Vec::new(),
             died: None,
+            exit_code: None,
+            stop_error: None,
         }
     }
 
@@ -101,6 +107,7 @@ impl Replica {
         }
         if let Some(status) = self.proc.try_exit() {
             self.died = Some(format!("{status:?}"));
+            self.exit_code = status.code();
             self.stopped = Some(t0.elapsed());
             self.keep_log(launch);
             println!("[{:>6.0}s] {} EXITED on its own: {status:?}", t0.elapsed().as_secs_f64(), self.name);
@@ -129,10 +136,30 @@ impl Replica {
     pub async fn stop(&mut self, t0: Instant, launch: &Launch) {
         self.sample(t0, launch);
         if self.running() {
-            let _ = self.proc.stop_with_grace(Duration::from_secs(30)).await;
+            match self.proc.stop_with_grace(Duration::from_secs(30)).await {
+                Ok(status) => self.exit_code = status.code(),
+                Err(e) => self.stop_error = Some(e.to_string()),
+            }
             self.stopped = Some(t0.elapsed());
             self.keep_log(launch);
         }
+    }
+
+    /// What went wrong with the process itself: it crashed (a panic's exit code 101, or killed
+    /// by a signal), or it did not exit cleanly within 30 s of SIGTERM. Exiting on its own with
+    /// an error is not a crash (e.g. the start-up token check hit an injected fault).
+    pub fn crash(&self) -> Option<String> {
+        let code = self.exit_code;
+        if let Some(e) = &self.stop_error {
+            return Some(format!("{}: stopping it failed: {e}", self.name));
+        }
+        if self.died.is_some() && (code.is_none() || code == Some(101) || code.is_some_and(|c| c >= 128)) {
+            return Some(format!("{} crashed: exit code {code:?}", self.name));
+        }
+        if self.died.is_none() && self.stopped.is_some() && code != Some(0) {
+            return Some(format!("{}: exit code {code:?} after SIGTERM (a clean shutdown is 0)", self.name));
+        }
+        None
     }
 
     /// The first sample as leader at least `warm` after it took over, and the last one.
