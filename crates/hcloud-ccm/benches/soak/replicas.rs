@@ -145,21 +145,13 @@ impl Replica {
         }
     }
 
-    /// What went wrong with the process itself: it crashed (a panic's exit code 101, or killed
-    /// by a signal), or it did not exit cleanly within 30 s of SIGTERM. Exiting on its own with
-    /// an error is not a crash (e.g. the start-up token check hit an injected fault).
+    /// What went wrong with the process itself (see [`exit_problem`]).
     pub fn crash(&self) -> Option<String> {
-        let code = self.exit_code;
         if let Some(e) = &self.stop_error {
             return Some(format!("{}: stopping it failed: {e}", self.name));
         }
-        if self.died.is_some() && (code.is_none() || code == Some(101) || code.is_some_and(|c| c >= 128)) {
-            return Some(format!("{} crashed: exit code {code:?}", self.name));
-        }
-        if self.died.is_none() && self.stopped.is_some() && code != Some(0) {
-            return Some(format!("{}: exit code {code:?} after SIGTERM (a clean shutdown is 0)", self.name));
-        }
-        None
+        let by_soak = self.died.is_none() && self.stopped.is_some();
+        exit_problem(self.died.is_some(), by_soak, self.exit_code).map(|p| format!("{}: {p}", self.name))
     }
 
     /// The first sample as leader at least `warm` after it took over, and the last one.
@@ -168,6 +160,20 @@ impl Replica {
         let warm = self.samples.iter().find(|s| s.leader && s.at >= since.saturating_add(warm)).copied();
         (warm, self.samples.last().copied())
     }
+}
+
+/// A replica that exited on its own crashed when it panicked (exit code 101) or a signal killed
+/// it (128 + N); exiting with an error is not a crash (e.g. the start-up token check hit an
+/// injected fault). One the soak stopped must have exited with 0 within the 30 s after SIGTERM
+/// (else it was killed: 137).
+pub fn exit_problem(died: bool, stopped_by_soak: bool, code: Option<i32>) -> Option<String> {
+    if died && code.is_none_or(|c| c == 101 || c >= 128) {
+        return Some(format!("crashed: exit code {code:?}"));
+    }
+    if stopped_by_soak && code != Some(0) {
+        return Some(format!("exit code {code:?} after SIGTERM (a clean shutdown is 0)"));
+    }
+    None
 }
 
 fn mib(kib: u64) -> f64 {
@@ -198,5 +204,21 @@ pub fn print_table(replicas: &[Replica], warm: Duration) {
             format!("{}-{}", th.0.unwrap_or(0), th.1.unwrap_or(0)),
             r.died.as_deref().unwrap_or(if r.stopped.is_some() { "stopped by soak" } else { "running" }),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crashes_and_unclean_shutdowns_are_problems() {
+        use super::exit_problem;
+        assert_eq!(exit_problem(true, false, Some(101)).as_deref(), Some("crashed: exit code Some(101)"));
+        assert!(exit_problem(true, false, Some(134)).is_some(), "SIGABRT");
+        assert!(exit_problem(true, false, None).is_some());
+        assert_eq!(exit_problem(true, false, Some(1)), None, "an error exit (e.g. the token check) is no crash");
+        assert_eq!(exit_problem(false, true, Some(0)), None);
+        assert!(exit_problem(false, true, Some(137)).is_some(), "killed after the grace period");
+        assert!(exit_problem(false, true, Some(1)).is_some());
+        assert_eq!(exit_problem(false, false, None), None, "still running");
     }
 }
