@@ -11,8 +11,8 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use test_harness::{NodeBuilder, Ready, load_balancer_service, set_ready};
 
-use crate::Shared;
-use crate::world::{ANN_ALGORITHM, ANN_HC_INTERVAL, LiveNode, LiveService};
+use super::Shared;
+use super::world::{ANN_ALGORITHM, ANN_HC_INTERVAL, LiveNode, LiveService};
 
 const PORTS: [i32; 4] = [80, 443, 8080, 8443];
 const ALGORITHMS: [Option<&str>; 3] = [None, Some("round_robin"), Some("least_connections")];

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use test_harness::ChildProcess;
 
-use crate::common::status_kib;
+use super::common::status_kib;
 
 pub const ACQUIRED: &str = "successfully acquired lease";
 
@@ -40,6 +40,10 @@ pub struct Replica {
     pub samples: Vec<Sample>,
     /// Exit status when it ended without being stopped by the soak.
     pub died: Option<String>,
+    /// Exit code (128 + N: killed by signal N), once it ended.
+    pub exit_code: Option<i32>,
+    /// Stopping it failed.
+    pub stop_error: Option<String>,
 }
 
 fn entries(path: &str) -> usize {
@@ -51,7 +55,7 @@ impl Replica {
         let name = format!("replica-{index:02}");
         // 64 characters, distinct per replica: the fake's log tells their requests apart.
         let token = format!("soak{index:060}");
-        let metrics = format!("127.0.0.1:{}", crate::common::free_port());
+        let metrics = format!("127.0.0.1:{}", super::common::free_port());
         let proc = ChildProcess::spawn(
             Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")),
             &[
@@ -83,6 +87,8 @@ impl Replica {
             stopped: None,
             samples: Vec::new(),
             died: None,
+            exit_code: None,
+            stop_error: None,
         }
     }
 
@@ -101,6 +107,7 @@ impl Replica {
         }
         if let Some(status) = self.proc.try_exit() {
             self.died = Some(format!("{status:?}"));
+            self.exit_code = status.code();
             self.stopped = Some(t0.elapsed());
             self.keep_log(launch);
             println!("[{:>6.0}s] {} EXITED on its own: {status:?}", t0.elapsed().as_secs_f64(), self.name);
@@ -129,10 +136,22 @@ impl Replica {
     pub async fn stop(&mut self, t0: Instant, launch: &Launch) {
         self.sample(t0, launch);
         if self.running() {
-            let _ = self.proc.stop_with_grace(Duration::from_secs(30)).await;
+            match self.proc.stop_with_grace(Duration::from_secs(30)).await {
+                Ok(status) => self.exit_code = status.code(),
+                Err(e) => self.stop_error = Some(e.to_string()),
+            }
             self.stopped = Some(t0.elapsed());
             self.keep_log(launch);
         }
+    }
+
+    /// What went wrong with the process itself (see [`exit_problem`]).
+    pub fn crash(&self) -> Option<String> {
+        if let Some(e) = &self.stop_error {
+            return Some(format!("{}: stopping it failed: {e}", self.name));
+        }
+        let by_soak = self.died.is_none() && self.stopped.is_some();
+        exit_problem(self.died.is_some(), by_soak, self.exit_code).map(|p| format!("{}: {p}", self.name))
     }
 
     /// The first sample as leader at least `warm` after it took over, and the last one.
@@ -141,6 +160,20 @@ impl Replica {
         let warm = self.samples.iter().find(|s| s.leader && s.at >= since.saturating_add(warm)).copied();
         (warm, self.samples.last().copied())
     }
+}
+
+/// A replica that exited on its own crashed when it panicked (exit code 101) or a signal killed
+/// it (128 + N); exiting with an error is not a crash (e.g. the start-up token check hit an
+/// injected fault). One the soak stopped must have exited with 0 within the 30 s after SIGTERM
+/// (else it was killed: 137).
+pub fn exit_problem(died: bool, stopped_by_soak: bool, code: Option<i32>) -> Option<String> {
+    if died && code.is_none_or(|c| c == 101 || c >= 128) {
+        return Some(format!("crashed: exit code {code:?}"));
+    }
+    if stopped_by_soak && code != Some(0) {
+        return Some(format!("exit code {code:?} after SIGTERM (a clean shutdown is 0)"));
+    }
+    None
 }
 
 fn mib(kib: u64) -> f64 {
@@ -171,5 +204,21 @@ pub fn print_table(replicas: &[Replica], warm: Duration) {
             format!("{}-{}", th.0.unwrap_or(0), th.1.unwrap_or(0)),
             r.died.as_deref().unwrap_or(if r.stopped.is_some() { "stopped by soak" } else { "running" }),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crashes_and_unclean_shutdowns_are_problems() {
+        use super::exit_problem;
+        assert_eq!(exit_problem(true, false, Some(101)).as_deref(), Some("crashed: exit code Some(101)"));
+        assert!(exit_problem(true, false, Some(134)).is_some(), "SIGABRT");
+        assert!(exit_problem(true, false, None).is_some());
+        assert_eq!(exit_problem(true, false, Some(1)), None, "an error exit (e.g. the token check) is no crash");
+        assert_eq!(exit_problem(false, true, Some(0)), None);
+        assert!(exit_problem(false, true, Some(137)).is_some(), "killed after the grace period");
+        assert!(exit_problem(false, true, Some(1)).is_some());
+        assert_eq!(exit_problem(false, false, None), None, "still running");
     }
 }
