@@ -46,9 +46,11 @@ pub(crate) fn build_controllers<C: Cloud>(
                     ctx.cloud.clone(),
                     &ctx.informers.nodes,
                     ctx.io(name)?,
-                    ctx.options.node_monitor_period,
+                    ctx.options.node_lifecycle,
                     ctx.stop.clone(),
                 );
+                let metrics = c.metrics();
+                ctx.metrics_registry().with(|r| metrics.register(r));
                 started.push((name, Box::pin(c.run())));
             }
             CLOUD_NODE | CLOUD_NODE_LIFECYCLE => {
@@ -80,6 +82,8 @@ pub(crate) fn build_controllers<C: Cloud>(
                 (Some(config), Some(routes)) => {
                     let io = ctx.io(name)?;
                     let c = RouteController::new(routes, &mut ctx.informers.nodes, io, config, ctx.stop.clone());
+                    let metrics = c.metrics();
+                    ctx.metrics_registry().with(|r| metrics.register(r));
                     started.push((name, Box::pin(c.run())));
                 }
             },

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
-use cloud_controllers::{NodeControllerConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig};
+use cloud_controllers::{
+    NodeControllerConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig,
+};
 use ipnet::IpNet;
 
 use crate::controller_set::ControllerSet;
@@ -22,8 +24,9 @@ pub struct Options {
     pub node: NodeControllerConfig,
     /// Service controller settings other than the cluster name (see [`Options::service_config`]).
     pub service: ServiceOptions,
-    /// `--node-monitor-period` of the lifecycle controller.
-    pub node_monitor_period: Duration,
+    /// cloud-node-lifecycle controller settings (`--node-monitor-period`,
+    /// `--concurrent-node-lifecycle-syncs`).
+    pub node_lifecycle: NodeLifecycleConfig,
     /// `--min-resync-period`: informers replay their cache every [period, 2 × period).
     pub min_resync_period: Duration,
     /// How to reach the API server.

@@ -31,7 +31,7 @@ pub mod service;
 #[cfg(test)]
 mod testing;
 
-pub use lifecycle::CloudNodeLifecycleController;
+pub use lifecycle::{CloudNodeLifecycleController, NodeLifecycleConfig};
 pub use node::{CloudNodeController, NodeControllerConfig};
 pub use route::{ReconcileMode, RouteController, RouteControllerConfig};
 pub use service::{ServiceController, ServiceControllerConfig};

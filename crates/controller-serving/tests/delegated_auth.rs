@@ -116,7 +116,7 @@ fn binding(name: &str, role: &str, subject: Subject) -> ClusterRoleBinding {
     ClusterRoleBinding {
         metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
         role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
             kind: "ClusterRole".to_owned(),
             name: role.to_owned(),
         },

@@ -2,7 +2,7 @@
 //! etcd, the Hetzner fake, the `hcloud-ccm` binary). The official CCM's e2e cases translated to
 //! the fake, plus the Service and Node lifecycle around them.
 //!
-//! Runs against the provisioned control plane (Kubernetes 1.36 by default, 1.33 in CI's second
+//! Runs against the provisioned control plane (Kubernetes 1.37 by default, 1.33 in CI's second
 //! pass), which keeps `spec.loadBalancerClass`, `status.loadBalancer.ingress[].ipMode` and
 //! mixed-protocol ports: each is asserted here as stored by the API server.
 
@@ -245,7 +245,8 @@ async fn ports_added_removed_and_node_port_changed() {
     assert!(lb.services.iter().all(|s| s.health_check.port == s.destination_port), "health checks on the NodePort");
 }
 
-/// Nodes added, deleted, or excluded by label: the targets follow.
+/// Nodes added, deleted, or excluded by label: the targets follow. The label's value `false`
+/// includes the node again (upstream since 1.34; before, any value excluded).
 #[tokio::test]
 async fn targets_follow_nodes_added_deleted_and_excluded() {
     let env = Env::start(FakeConfig::default()).await;
@@ -269,6 +270,9 @@ async fn targets_follow_nodes_added_deleted_and_excluded() {
     nodes.patch("lb-n2", &PatchParams::default(), &Patch::Merge(&exclude)).await.expect("label");
     let lb = wait_lb(&h, &svc, "node excluded", |l| !target_servers(l).contains(&first[1].0)).await;
     assert_eq!(target_servers(&lb), vec![added[0].0]);
+    let include = serde_json::json!({"metadata": {"labels": {"node.kubernetes.io/exclude-from-external-load-balancers": "false"}}});
+    nodes.patch("lb-n2", &PatchParams::default(), &Patch::Merge(&include)).await.expect("label");
+    wait_lb(&h, &svc, "exclude=false includes the node again", |l| target_servers(l).contains(&first[1].0)).await;
 }
 
 /// A change the provider let finish in the background fails (the fake fails the `add_target`

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Env, REACT, addresses, has_taint, label, pairs, server_ipv4, tainted};
+use common::{Env, REACT, addresses, has_taint, label, metrics_address, pairs, scrape, server_ipv4, tainted};
 use hcloud_fake::FakeConfig;
 use hcloud_fake::control::{SeedNetwork, SeedServer};
 use hcloud_fake::faults::FaultRule;
@@ -201,8 +201,10 @@ async fn a_node_turning_not_ready_is_rechecked_at_once_with_one_request() {
     // A project of three list pages: rechecking two servers one by one is cheaper than a list.
     h.seed_servers(&hcloud_fake::control::SeedServerBatch::new("other", 120)).expect("servers");
     // Cached server data may be an hour old for lifecycle checks: only the recheck on the
-    // NotReady transition can notice the changes below.
-    let _ccm = env.ccm(&[("HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", "1h")], &[]).await;
+    // NotReady transition can notice the changes below. Two nodes checked at once (1.37's flag).
+    let metrics = metrics_address();
+    let env_vars = [("HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE", "1h"), ("HCLOUD_METRICS_ADDRESS", metrics.as_str())];
+    let _ccm = env.ccm(&env_vars, &["--concurrent-node-lifecycle-syncs=2"]).await;
     for name in ["node-recheck-gone", "node-recheck-off"] {
         NodeBuilder::new(name).register(&env.client).await.expect("node");
         wait_for(&env.nodes, name, REACT, "initialized", initialized).await.expect("initialized");
@@ -224,6 +226,17 @@ async fn a_node_turning_not_ready_is_rechecked_at_once_with_one_request() {
     let mut sorted = requests.clone();
     sorted.sort();
     assert_eq!(sorted, expected, "one direct lookup per NotReady transition, nothing else");
+
+    // Upstream's 1.37 node-lifecycle metrics: the "gone" answer, the shutdown check, the passes.
+    let calls = |operation: &str, result: &str| {
+        format!(r#"cloud_node_lifecycle_controller_cloud_provider_calls_total{{operation="{operation}",result="{result}"}}"#)
+    };
+    for (operation, result) in [("instance_exists", "instance_not_found"), ("instance_shutdown", "success")] {
+        let count = scrape(&metrics, &calls(operation, result)).await;
+        assert!(count.is_some_and(|v| v >= 1.0), "{operation} {result}: {count:?}");
+    }
+    let passes = scrape(&metrics, "cloud_node_lifecycle_controller_monitor_nodes_duration_seconds_count").await;
+    assert!(passes.is_some_and(|v| v >= 1.0), "{passes:?}");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Env, REACT, addresses, pairs};
+use common::{Env, REACT, addresses, metrics_address, pairs, scrape};
 use hcloud_fake::control::{ResourceRef, SeedNetwork, SeedServer};
 use hcloud_fake::faults::FaultRule;
 use hcloud_fake::wire::Route;
@@ -67,7 +67,8 @@ async fn a_node_gets_a_route_via_its_private_ip_and_loses_it_when_deleted_while_
         ],
     );
     h.seed_server(&SeedServer::new("node-first").network_ip(net, "10.0.0.5")).expect("server");
-    let ccm = env.ccm(&[("HCLOUD_NETWORK", "k8s")], &ROUTES).await;
+    let metrics = metrics_address();
+    let ccm = env.ccm(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_METRICS_ADDRESS", &metrics)], &ROUTES).await;
 
     NodeBuilder::new("node-first").pod_cidrs(["10.244.1.0/24"]).register(&env.client).await.expect("node");
     let node =
@@ -94,6 +95,41 @@ async fn a_node_gets_a_route_via_its_private_ip_and_loses_it_when_deleted_while_
     .await;
     assert!(ccm.is_running(), "{}", ccm.logs());
     assert!(ccm.logs().contains("route controller started"), "{}", ccm.logs());
+    // Upstream's route_controller_route_sync_total (1.37): the creation and the deletion were
+    // reconciles a node change brought that changed routes; none failed.
+    let changed = scrape(&metrics, r#"route_controller_route_sync_total{outcome="changed",trigger="node_change"}"#).await;
+    assert!(changed.is_some_and(|v| v >= 2.0), "{changed:?}");
+    for trigger in ["node_change", "periodic"] {
+        let series = format!(r#"route_controller_route_sync_total{{outcome="error",trigger="{trigger}"}}"#);
+        assert_eq!(scrape(&metrics, &series).await, None, "{series}");
+    }
+}
+
+/// The periodic mode (the watch-based gate off, as upstream's default): every reconcile is
+/// counted with `trigger="periodic"`, and once the route exists they change nothing (`noop`).
+#[tokio::test]
+async fn the_periodic_mode_counts_periodic_reconciles() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let net = network(&h, &[]);
+    h.seed_server(&SeedServer::new("node-p").network_ip(net, "10.0.0.5")).expect("server");
+    let metrics = metrics_address();
+    let periodic = ["--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=false", "--route-reconciliation-period=1s"];
+    let args = [&ROUTES[..], &periodic[..]].concat();
+    let _ccm = env.ccm(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_METRICS_ADDRESS", &metrics)], &args).await;
+
+    NodeBuilder::new("node-p").pod_cidrs(["10.244.1.0/24"]).register(&env.client).await.expect("node");
+    wait_routes(&h, net, &[("10.244.1.0/24", "10.0.0.5")], "routed in the periodic mode").await;
+    let series = |outcome: &str| format!(r#"route_controller_route_sync_total{{outcome="{outcome}",trigger="periodic"}}"#);
+    let changed = scrape(&metrics, &series("changed")).await;
+    assert!(changed.is_some_and(|v| v >= 1.0), "{changed:?}");
+    wait_until(REACT, "a periodic reconcile that changes nothing", async || {
+        scrape(&metrics, &series("noop")).await.is_some_and(|v| v >= 1.0)
+    })
+    .await
+    .expect("noop reconciles");
+    let node_change = r#"route_controller_route_sync_total{outcome="changed",trigger="node_change"}"#;
+    assert_eq!(scrape(&metrics, node_change).await, None, "the periodic mode has no node_change trigger");
 }
 
 #[tokio::test]

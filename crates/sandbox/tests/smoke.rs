@@ -23,9 +23,9 @@ async fn sandbox_initializes_its_nodes_serves_the_demo_service_and_stops_cleanly
     {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
     }
-    // The server the sandbox runs is the provisioned version: 1.36 unless the environment asks
+    // The server the sandbox runs is the provisioned version: 1.37 unless the environment asks
     // for another (CI's second pass runs 1.33) or brings its own binaries.
-    let minor = std::env::var("HCLOUD_CCM_KUBERNETES_VERSION").unwrap_or_else(|_| "1.36".to_owned());
+    let minor = std::env::var("HCLOUD_CCM_KUBERNETES_VERSION").unwrap_or_else(|_| "1.37".to_owned());
     let minor: String = minor.trim_start_matches('v').split('.').take(2).collect::<Vec<_>>().join(".");
     let expected = match std::env::var_os("KUBEBUILDER_ASSETS") {
         Some(_) => "kube-apiserver v1.".to_owned(),

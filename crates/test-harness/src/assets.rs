@@ -60,13 +60,13 @@ fn check_assets(dir: &Path, origin: &str) -> Result<(), HarnessError> {
 /// The version of the API server binary, as `kube-apiserver --version` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ApiServerVersion {
-    /// The full version, e.g. `v1.36.3`.
+    /// The full version, e.g. `v1.37.2`.
     pub(crate) full: String,
     /// The minor version, e.g. 36.
     pub(crate) minor: u32,
 }
 
-/// Parse `Kubernetes v1.36.3` (the output of `kube-apiserver --version`).
+/// Parse `Kubernetes v1.37.2` (the output of `kube-apiserver --version`).
 fn parse_version(output: &str) -> Option<ApiServerVersion> {
     let full = output.split_whitespace().find(|word| word.starts_with("v1."))?;
     let minor = full.strip_prefix("v1.")?.split(['.', '-', '+']).next()?.parse().ok()?;
@@ -83,7 +83,7 @@ pub(crate) async fn apiserver_version(assets: &Path) -> Result<ApiServerVersion,
 /// The variable that picks the Kubernetes version of the control plane.
 pub const VERSION_VARIABLE: &str = "HCLOUD_CCM_KUBERNETES_VERSION";
 
-/// Whether the API server's served `gitVersion` (e.g. `v1.36.3`) is the `requested` one: a
+/// Whether the API server's served `gitVersion` (e.g. `v1.37.2`) is the `requested` one: a
 /// minor (`1.33`) matches any patch of it, a full version (`1.33.13`, `v1.33.13`) only itself.
 pub(crate) fn serves_requested(requested: &str, served: &str) -> bool {
     let requested = requested.trim().trim_start_matches('v');

@@ -195,7 +195,7 @@ impl ControlPlane {
         // A review of a token that does not exist: allowed once the auth-delegator binding
         // applies (the answer is "not authenticated"), 403 before.
         let review = TokenReview {
-            spec: TokenReviewSpec { token: Some("harness-rbac-probe".to_owned()), audiences: None },
+            spec: TokenReviewSpec { token: "harness-rbac-probe".to_owned(), audiences: None },
             ..TokenReview::default()
         };
         let mut last_error = String::new();
@@ -220,7 +220,7 @@ impl ControlPlane {
         })
     }
 
-    /// The API server's version as it reports it, e.g. `v1.36.3`.
+    /// The API server's version as it reports it, e.g. `v1.37.2`.
     pub fn kubernetes_version(&self) -> &str {
         &self.version
     }

@@ -6,7 +6,7 @@
 //!
 //! - [`ControlPlane`] runs etcd and kube-apiserver (the binaries come from `$KUBEBUILDER_ASSETS`
 //!   or from `scripts/provision-control-plane`, which builds kube-apiserver, kubectl and etcd
-//!   of Kubernetes 1.36 — or of `$HCLOUD_CCM_KUBERNETES_VERSION` — from their Go modules once
+//!   of Kubernetes 1.37 — or of `$HCLOUD_CCM_KUBERNETES_VERSION` — from their Go modules once
 //!   and caches them; a panicking test prints the version it ran against). It writes kubeconfigs for three static-token identities — admin
 //!   (`system:masters`), the CCM (the ServiceAccount user bound to exactly the CCM's
 //!   ClusterRole from [`rbac`] plus the built-in `system:auth-delegator` for its secure port)

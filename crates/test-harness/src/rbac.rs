@@ -78,7 +78,7 @@ pub fn ccm_cluster_role_binding() -> ClusterRoleBinding {
             ..ObjectMeta::default()
         },
         role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
             kind: "ClusterRole".to_owned(),
             name: CCM_CLUSTER_ROLE.to_owned(),
         },
@@ -102,7 +102,7 @@ pub fn ccm_auth_delegator_binding() -> ClusterRoleBinding {
             ..ObjectMeta::default()
         },
         role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".to_owned(),
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
             kind: "ClusterRole".to_owned(),
             name: AUTH_DELEGATOR_CLUSTER_ROLE.to_owned(),
         },

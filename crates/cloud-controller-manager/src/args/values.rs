@@ -110,3 +110,13 @@ pub fn validate_node_controller(concurrent_node_syncs: i64, concurrent_node_stat
     }
     errors
 }
+
+/// Upstream `NodeLifecycleControllerOptions.Validate` (1.37).
+pub fn validate_node_lifecycle_controller(concurrent_node_lifecycle_syncs: i64) -> Vec<String> {
+    if concurrent_node_lifecycle_syncs < 1 {
+        return vec![format!(
+            "concurrent-node-lifecycle-syncs must be at least 1, but got {concurrent_node_lifecycle_syncs}"
+        )];
+    }
+    Vec::new()
+}

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use serde_json::{Value, json};
 use tracing::error;
 
+use super::metrics::{InstanceOp, LifecycleMetrics, call_result, exists_result, metadata_result};
 use crate::node::metadata::{MetadataError, get_provider_id};
 
 /// The decision for one node.
@@ -86,8 +87,13 @@ fn has_shutdown_taint(node: &Node) -> bool {
 
 /// Upstream `MonitorNodes` for one node. Ready nodes are never deleted or tainted, whatever
 /// the provider says. For the others, an error from the existence check keeps the node; an
-/// error from the shutdown check is logged and leaves it untainted.
-pub async fn decide<C: Cloud>(cloud: &C, node: &Node) -> Result<LifecycleDecision, MetadataError> {
+/// error from the shutdown check is logged and leaves it untainted. Every provider call is
+/// counted in `metrics`.
+pub async fn decide<C: Cloud>(
+    cloud: &C,
+    node: &Node,
+    metrics: &LifecycleMetrics,
+) -> Result<LifecycleDecision, MetadataError> {
     if is_ready(node) {
         return Ok(if has_shutdown_taint(node) {
             LifecycleDecision::RemoveShutdownTaint
@@ -95,10 +101,10 @@ pub async fn decide<C: Cloud>(cloud: &C, node: &Node) -> Result<LifecycleDecisio
             LifecycleDecision::Keep
         });
     }
-    if !ensure_node_exists(cloud, node).await? {
+    if !ensure_node_exists(cloud, node, metrics).await? {
         return Ok(LifecycleDecision::Delete);
     }
-    match shutdown_in_cloud(cloud, node).await {
+    match shutdown_in_cloud(cloud, node, metrics).await {
         Ok(true) => {
             let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
             let identical = taints.iter().any(|t| *t == shutdown_taint());
@@ -114,31 +120,58 @@ pub async fn decide<C: Cloud>(cloud: &C, node: &Node) -> Result<LifecycleDecisio
 }
 
 /// Upstream `ensureNodeExistsByProviderID`.
-pub async fn ensure_node_exists<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, MetadataError> {
+pub async fn ensure_node_exists<C: Cloud>(
+    cloud: &C,
+    node: &Node,
+    metrics: &LifecycleMetrics,
+) -> Result<bool, MetadataError> {
     if let Some(v2) = cloud.instances_v2() {
-        return Ok(v2.instance_exists(node).await?);
+        let exists = v2.instance_exists(node).await;
+        metrics.call(InstanceOp::Exists, exists_result(&exists));
+        return Ok(exists?);
     }
     let instances = cloud.instances().ok_or(MetadataError::NoInstances)?;
-    let pid = match get_provider_id(cloud, node).await {
+    let pid = match provider_id(cloud, node, metrics).await {
         Ok(pid) => pid,
         Err(MetadataError::Cloud(CloudError::InstanceNotFound)) => return Ok(false),
         Err(e) => return Err(e),
     };
-    Ok(instances.instance_exists_by_provider_id(&pid).await?)
+    let exists = instances.instance_exists_by_provider_id(&pid).await;
+    metrics.call(InstanceOp::Exists, exists_result(&exists));
+    Ok(exists?)
+}
+
+/// Upstream `getProviderID`; a lookup (the node has none) is counted as `instance_metadata`.
+async fn provider_id<C: Cloud>(cloud: &C, node: &Node, metrics: &LifecycleMetrics) -> Result<String, MetadataError> {
+    let own = node.spec.as_ref().and_then(|s| s.provider_id.as_deref()).unwrap_or_default();
+    if !own.is_empty() {
+        return Ok(own.to_owned());
+    }
+    let looked_up = get_provider_id(cloud, node).await;
+    metrics.call(InstanceOp::Metadata, metadata_result(&looked_up));
+    looked_up
 }
 
 /// Upstream `shutdownInCloudProvider`.
-pub async fn shutdown_in_cloud<C: Cloud>(cloud: &C, node: &Node) -> Result<bool, MetadataError> {
+pub async fn shutdown_in_cloud<C: Cloud>(
+    cloud: &C,
+    node: &Node,
+    metrics: &LifecycleMetrics,
+) -> Result<bool, MetadataError> {
     if let Some(v2) = cloud.instances_v2() {
-        return Ok(v2.instance_shutdown(node).await?);
+        let shutdown = v2.instance_shutdown(node).await;
+        metrics.call(InstanceOp::Shutdown, call_result(shutdown.as_ref().err()));
+        return Ok(shutdown?);
     }
     let instances = cloud.instances().ok_or(MetadataError::NoInstances)?;
-    let pid = match get_provider_id(cloud, node).await {
+    let pid = match provider_id(cloud, node, metrics).await {
         Ok(pid) => pid,
         Err(MetadataError::Cloud(CloudError::InstanceNotFound)) => return Ok(false),
         Err(e) => return Err(e),
     };
-    match instances.instance_shutdown_by_provider_id(&pid).await {
+    let shutdown = instances.instance_shutdown_by_provider_id(&pid).await;
+    metrics.call(InstanceOp::Shutdown, call_result(shutdown.as_ref().err()));
+    match shutdown {
         Err(CloudError::NotImplemented) => Ok(false),
         other => Ok(other?),
     }

@@ -4,14 +4,18 @@
 //!  every --node-monitor-period: nodes from the shared cache
 //!     ├─ prefetch(initialized nodes newly seen NotReady, Recheck)   (current answers, at once)
 //!     ├─ prefetch(not-ready nodes, Lifecycle)        (one bulk lookup where it pays off)
-//!     └─ per node, concurrently: decide (Ready? exists? shut down?) ─► write (pure) ─► API
+//!     └─ per node, --concurrent-node-lifecycle-syncs at a time:
+//!            decide (Ready? exists? shut down?) ─► write (pure) ─► API
 //!            Ready=True          → remove the shutdown taint if present
 //!            instance gone       → Normal DeletingNode event, delete the Node (UID precondition)
 //!            instance shut down  → add node.cloudprovider.kubernetes.io/shutdown:NoSchedule
 //!            any provider error  → keep the node untouched
 //! ```
+//!
+//! Upstream's 1.37 metrics ([`metrics`]): the duration of each pass and every provider call.
 
 pub mod decide;
+pub mod metrics;
 #[cfg(test)]
 mod tests;
 
@@ -33,12 +37,27 @@ use tracing::{debug, error, info};
 
 use crate::node::plan::is_uninitialized;
 use decide::{LifecycleDecision, LifecycleWrite, decide, is_ready};
+use metrics::LifecycleMetrics;
 
 /// Upstream's name of this controller (events, logs).
 pub const CONTROLLER_NAME: &str = "cloud-node-lifecycle-controller";
 
-/// How many nodes are checked at once.
-const CONCURRENCY: usize = 16;
+/// Settings of the cloud-node-lifecycle controller (upstream
+/// `NodeLifecycleControllerConfiguration`, 1.37).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeLifecycleConfig {
+    /// `--node-monitor-period`: time between two passes over every node.
+    pub monitor_period: Duration,
+    /// `--concurrent-node-lifecycle-syncs`: nodes checked at once (at least 1).
+    pub workers: usize,
+}
+
+impl Default for NodeLifecycleConfig {
+    /// Upstream's defaults: every 5 s, one node at a time.
+    fn default() -> Self {
+        NodeLifecycleConfig { monitor_period: Duration::from_secs(5), workers: 1 }
+    }
+}
 
 /// The cloud-node-lifecycle controller.
 pub struct CloudNodeLifecycleController<C: Cloud> {
@@ -48,19 +67,20 @@ pub struct CloudNodeLifecycleController<C: Cloud> {
     store: Store<Node>,
     synced: Synced,
     events: EventRecorder,
-    period: Duration,
+    config: NodeLifecycleConfig,
+    metrics: LifecycleMetrics,
     shutdown: CancellationToken,
     /// Readiness of each node (by UID) in the previous pass, to notice NotReady transitions.
     was_ready: Mutex<HashMap<String, bool>>,
 }
 
 impl<C: Cloud> CloudNodeLifecycleController<C> {
-    /// A controller checking nodes every `period` (`--node-monitor-period`) until `shutdown`.
+    /// A controller checking nodes as `config` says until `shutdown`.
     pub fn new(
         cloud: Arc<C>,
         informer: &Informer<Node>,
         io: ControllerIo,
-        period: Duration,
+        config: NodeLifecycleConfig,
         shutdown: CancellationToken,
     ) -> Self {
         CloudNodeLifecycleController {
@@ -70,10 +90,16 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             store: informer.store(),
             synced: informer.synced(),
             events: io.events(CONTROLLER_NAME),
-            period,
+            config,
+            metrics: LifecycleMetrics::default(),
             shutdown,
             was_ready: Mutex::default(),
         }
+    }
+
+    /// The controller's metrics, to register where they are served.
+    pub fn metrics(&self) -> LifecycleMetrics {
+        self.metrics.clone()
     }
 
     /// Monitors nodes until shutdown, once the informer has synced.
@@ -82,12 +108,14 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             _ = self.shutdown.cancelled() => return,
             synced = self.synced.wait() => if !synced { return },
         }
-        info!(period = ?self.period, "cloud-node-lifecycle controller started");
-        periodic::every(self.period, &self.shutdown.clone(), || self.monitor_nodes()).await;
+        let NodeLifecycleConfig { monitor_period, workers } = self.config;
+        info!(period = ?monitor_period, workers, "cloud-node-lifecycle controller started");
+        periodic::every(monitor_period, &self.shutdown.clone(), || self.monitor_nodes()).await;
     }
 
-    /// One pass over all nodes (upstream `MonitorNodes`, concurrently).
+    /// One pass over all nodes (upstream `MonitorNodes`), timed.
     pub async fn monitor_nodes(&self) {
+        let started = tokio::time::Instant::now();
         let nodes = self.store.state();
         let not_ready: Vec<Arc<Node>> = nodes.iter().filter(|n| !is_ready(n)).cloned().collect();
         let turned_not_ready = self.note_readiness(&nodes);
@@ -104,8 +132,9 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             }
         }
         futures::stream::iter(nodes)
-            .for_each_concurrent(CONCURRENCY, |node| async move { self.monitor_node(&node).await })
+            .for_each_concurrent(self.config.workers.max(1), |node| async move { self.monitor_node(&node).await })
             .await;
+        self.metrics.monitored(started.elapsed());
     }
 
     /// Records each node's readiness; returns the initialized nodes that are not Ready now and
@@ -131,7 +160,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
 
     async fn monitor_node(&self, node: &Node) {
         let name = node.name_any();
-        let decision = match decide(&*self.cloud, node).await {
+        let decision = match decide(&*self.cloud, node, &self.metrics).await {
             Ok(d) => d,
             Err(e) => {
                 error!(node = %name, error = %e, "error checking if node exists; keeping it");

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Node;
 use pretty_assertions::assert_eq;
 
 use super::decide::{LifecycleWrite, decide, shutdown_taint};
+use super::metrics::LifecycleMetrics;
 use crate::node::metadata::get_provider_id;
 use crate::testing::{Fake, FakeCloud, FakeError, assert_node_eq, map, node as node_named};
 use controller_runtime::merge_patch::apply_merge_patch_to;
@@ -26,7 +27,7 @@ fn node0() -> crate::testing::NodeBuilder {
 
 /// The node upstream's `MonitorNodes` leaves behind; `None` if it deleted it.
 async fn monitor_node_outcome<C: Cloud>(cloud: &C, node: &Node) -> Option<Node> {
-    match decide(cloud, node).await {
+    match decide(cloud, node, &LifecycleMetrics::default()).await {
         Ok(decision) => match decision.write(node) {
             None => Some(node.clone()),
             Some(LifecycleWrite::Delete { uid }) => {

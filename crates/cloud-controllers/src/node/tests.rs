@@ -848,7 +848,9 @@ struct StatusCase {
 }
 
 /// Go `TestUpdateNodeStatus`: one address lookup per initialized node, whatever the number of
-/// workers. The fake's 10ms latency runs on paused (auto-advancing) time.
+/// workers. The fake's 10ms latency runs on paused (auto-advancing) time, so the pass takes
+/// exactly one latency per round of `workers` lookups: `--concurrent-node-status-updates`
+/// (upstream 1.36) sets how many nodes are updated at once.
 #[tokio::test(start_paused = true)]
 async fn test_update_node_status() {
     let cases = [
@@ -868,7 +870,15 @@ async fn test_update_node_status() {
         let nodes: Vec<Arc<Node>> =
             (0..case.nodes).map(|i| Arc::new(node_named(&format!("node0{i}")).build())).collect();
 
+        let started = tokio::time::Instant::now();
         let updates = plan_status_updates(&cloud, &nodes, case.workers).await;
+        let rounds = case.nodes.div_ceil(case.workers) as u32;
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= rounds * std::time::Duration::from_millis(10) && elapsed < (rounds + 1) * std::time::Duration::from_millis(10),
+            "case {:?}: {elapsed:?} for {rounds} rounds of lookups",
+            case.name
+        );
 
         let calls = cloud.calls();
         assert_eq!(calls.len(), case.nodes, "case {:?}: expected {} cloud-provider calls", case.name, case.nodes);

@@ -16,6 +16,7 @@ use kube::runtime::watcher;
 use test_harness::{ControlPlane, NodeBuilder, unique_name, wait_for, wait_for_event, wait_until};
 use tokio_util::sync::CancellationToken;
 
+use super::metrics::{SyncOutcome, SyncTrigger};
 use super::plan::{NETWORK_UNAVAILABLE, parse_cidr_sloppy};
 use super::{ReconcileMode, RouteController, RouteControllerConfig};
 use crate::testing::FakeRoutes;
@@ -60,6 +61,7 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
         min_interval: Duration::from_millis(200),
     };
     let controller = RouteController::new(fake.clone(), &mut informer, io, config, token.clone());
+    let metrics = controller.metrics();
     tokio::spawn(informer.run(token.clone()));
     tokio::spawn(controller.run());
 
@@ -105,4 +107,15 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
         .await
         .expect("route deleted");
     token.cancel();
+
+    // route_controller_route_sync_total: the failed attempts are `noop` (a failed creation is
+    // no `error` upstream) and their retries keep the `node_change` trigger; the creation and
+    // the deletion are `changed`. No reconcile here is `periodic` (no resync ran) or failed
+    // to list the routes.
+    assert!(metrics.count(SyncOutcome::Noop, SyncTrigger::NodeChange) >= 2);
+    assert!(metrics.count(SyncOutcome::Changed, SyncTrigger::NodeChange) >= 2);
+    for outcome in [SyncOutcome::Changed, SyncOutcome::Noop, SyncOutcome::Error] {
+        assert_eq!(metrics.count(outcome, SyncTrigger::Periodic), 0, "{outcome:?}");
+    }
+    assert_eq!(metrics.count(SyncOutcome::Error, SyncTrigger::NodeChange), 0);
 }

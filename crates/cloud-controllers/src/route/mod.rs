@@ -23,11 +23,13 @@
 //! ```
 //!
 //! Routes are only deleted inside the cluster CIDRs (`is_responsible_for_route`); routes of
-//! other clusters or users outside them are never touched.
+//! other clusters or users outside them are never touched. Every reconcile is counted in
+//! upstream's `route_controller_route_sync_total{outcome, trigger}` ([`metrics`]).
 
 #[cfg(test)]
 mod controller_tests;
 pub mod exec;
+pub mod metrics;
 pub mod plan;
 #[cfg(test)]
 mod tests;
@@ -35,7 +37,7 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_provider::{CloudError, Routes};
+use cloud_provider::{CloudError, Route, Routes};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
 use controller_runtime::{
     Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, PassConfig, PassTimer, Passes, ReconcileError,
@@ -52,7 +54,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use exec::{ExecutionReport, MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
-use plan::{PlannedCreate, condition_patch, plan_routes_matching, update_needs_reconcile};
+use metrics::{PendingTrigger, RouteMetrics, SyncOutcome, SyncTrigger};
+use plan::{PlannedCreate, condition_patch, plan_routes_matching, update_trigger};
 
 /// Upstream's name of this controller (metrics, logs).
 pub const CONTROLLER_NAME: &str = "node-route-controller";
@@ -179,6 +182,7 @@ pub fn reconcile_outcome(
 pub struct RouteController<R: Routes> {
     reconciler: Arc<RouteReconciler<R>>,
     passes: Passes,
+    pending: PendingTrigger,
     synced: Synced,
     shutdown: CancellationToken,
 }
@@ -190,12 +194,14 @@ struct RouteReconciler<R: Routes> {
     params: PatchParams,
     store: Store<Node>,
     events: EventRecorder,
+    metrics: RouteMetrics,
+    pending: PendingTrigger,
 }
 
 impl<R: Routes> RouteController<R> {
     /// Wires the controller to the shared node informer. In watch mode, node adds and
     /// deletes and updates of pod CIDRs, addresses or provider ID (and informer resyncs)
-    /// trigger a pass.
+    /// trigger a pass, noting its `trigger` label.
     pub fn new(
         routes: Arc<R>,
         informer: &mut Informer<Node>,
@@ -216,14 +222,16 @@ impl<R: Routes> RouteController<R> {
             shutdown.clone(),
         )
         .metrics(io.metrics.clone());
+        let pending = PendingTrigger::default();
         if matches!(config.mode, ReconcileMode::Watch { .. }) {
-            let trigger = passes.trigger();
+            let (trigger, pending) = (passes.trigger(), pending.clone());
             informer.on_change(move |change| {
-                let relevant = match change {
-                    Change::Applied { old: None, .. } | Change::Deleted(_) => true,
-                    Change::Applied { old: Some(old), new } => update_needs_reconcile(old, new),
+                let cause = match change {
+                    Change::Applied { old: None, .. } | Change::Deleted(_) => Some(SyncTrigger::NodeChange),
+                    Change::Applied { old: Some(old), new } => update_trigger(old, new),
                 };
-                if relevant {
+                if let Some(cause) = cause {
+                    pending.note(cause);
                     trigger.trigger();
                 }
             });
@@ -235,8 +243,15 @@ impl<R: Routes> RouteController<R> {
             params: io.patch_params(),
             store: informer.store(),
             events: io.events(EVENT_COMPONENT),
+            metrics: RouteMetrics::default(),
+            pending: pending.clone(),
         });
-        RouteController { reconciler, passes, synced: informer.synced(), shutdown }
+        RouteController { reconciler, passes, pending, synced: informer.synced(), shutdown }
+    }
+
+    /// The controller's metrics, to register where they are served.
+    pub fn metrics(&self) -> RouteMetrics {
+        self.reconciler.metrics.clone()
     }
 
     /// Runs the passes until the shutdown token fires, once the informer has synced; the
@@ -248,15 +263,31 @@ impl<R: Routes> RouteController<R> {
         }
         let reconciler = &self.reconciler;
         info!(mode = ?reconciler.config.mode, cluster_cidrs = ?reconciler.config.cluster_cidrs, "route controller started");
+        // The first pass covers the nodes the informer listed (upstream: their Add events).
+        self.pending.note(SyncTrigger::NodeChange);
         self.passes.trigger().trigger();
         self.passes.run(|| reconciler.reconcile_routes()).await;
     }
 }
 
 impl<R: Routes> RouteReconciler<R> {
-    /// Upstream `reconcileNodeRoutes`.
+    /// Upstream `reconcileNodeRoutes` and `recordRouteSync`: one reconcile, counted. A failed
+    /// reconcile's retry keeps its trigger.
     async fn reconcile_routes(&self) -> Result<Reconciled, RouteError> {
-        let routes = self.routes.list_routes(&self.config.cluster_name).await.map_err(RouteError::List)?;
+        let trigger = self.pending.take(self.config.mode);
+        let (outcome, result) = match self.routes.list_routes(&self.config.cluster_name).await {
+            Err(e) => (SyncOutcome::Error, Err(RouteError::List(e))),
+            Ok(routes) => self.reconcile_listed(routes).await,
+        };
+        self.metrics.record(outcome, trigger);
+        if result.is_err() {
+            self.pending.note(trigger);
+        }
+        result
+    }
+
+    /// Plans and carries out the routes against `routes`, the provider's current ones.
+    async fn reconcile_listed(&self, routes: Vec<Route>) -> (SyncOutcome, Result<Reconciled, RouteError>) {
         let nodes = self.store.state();
         let plan = plan_routes_matching(&nodes, &routes, &self.config.cluster_cidrs, &|p| {
             self.routes.canonical_provider_id(p)
@@ -276,7 +307,7 @@ impl<R: Routes> RouteReconciler<R> {
         let report =
             execute(&*self.routes, &self.config.cluster_name, &plan, &nodes, self, MAX_CONCURRENT_ROUTE_OPERATIONS)
                 .await;
-        reconcile_outcome(self.config.mode, operations, &report)
+        (SyncOutcome::of(&report), reconcile_outcome(self.config.mode, operations, &report))
     }
 
     /// Writes the node's `NetworkUnavailable` condition if it changes, re-planned from a

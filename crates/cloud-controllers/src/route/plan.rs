@@ -27,6 +27,8 @@ use cloud_provider::helpers::address::parse_ip_sloppy;
 use cloud_provider::{NodeAddress, Route};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
+
+use super::metrics::SyncTrigger;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
@@ -338,15 +340,15 @@ pub fn condition_patch(node: &Node, routes_created: bool, now: &Time) -> Option<
     Some(patch)
 }
 
-/// Upstream `handleNodeUpdate` (watch-based mode): an update matters if the pod CIDRs or the
-/// addresses changed, or it is an informer resync (same `resourceVersion`). A provider ID
-/// change matters too here, since routes are matched to nodes by provider ID.
-pub fn update_needs_reconcile(old: &Node, new: &Node) -> bool {
-    let resync = old.metadata.resource_version == new.metadata.resource_version;
+/// Upstream `handleNodeUpdate` (watch-based mode): the reconcile a node update asks for, if
+/// any. A change of the pod CIDRs or the addresses is a `node_change`; otherwise an informer
+/// resync (same `resourceVersion`) is a `periodic` one. A provider ID change is a
+/// `node_change` too here, since routes are matched to nodes by provider ID.
+pub fn update_trigger(old: &Node, new: &Node) -> Option<SyncTrigger> {
     let pod_cidrs = |n: &Node| n.spec.as_ref().and_then(|s| s.pod_cidrs.clone());
     let addresses = |n: &Node| n.status.as_ref().and_then(|s| s.addresses.clone());
-    resync
-        || pod_cidrs(old) != pod_cidrs(new)
-        || addresses(old) != addresses(new)
-        || provider_id(old) != provider_id(new)
+    if pod_cidrs(old) != pod_cidrs(new) || addresses(old) != addresses(new) || provider_id(old) != provider_id(new) {
+        return Some(SyncTrigger::NodeChange);
+    }
+    (old.metadata.resource_version == new.metadata.resource_version).then_some(SyncTrigger::Periodic)
 }

@@ -26,9 +26,10 @@ use k8s_openapi::jiff::Timestamp;
 use pretty_assertions::assert_eq;
 
 use super::exec::{ExecutionReport, RouteSink, execute};
+use super::metrics::SyncTrigger;
 use super::plan::{
     NETWORK_UNAVAILABLE, PlannedCreate, RouteAction, condition_patch, is_responsible_for_route, parse_cidr_sloppy,
-    plan_routes, plan_routes_matching, route_action, update_needs_reconcile,
+    plan_routes, plan_routes_matching, route_action, update_trigger,
 };
 use crate::testing::FakeRoutes;
 
@@ -494,18 +495,19 @@ fn with_rv(mut n: Node, rv: &str) -> Node {
     n
 }
 
-/// Go `TestHandleNodeUpdate` (watch-based mode). Upstream asserts only the two enqueueing
-/// cases; its other two cases compare objects with the same (empty) `resourceVersion`, which
-/// its own rule treats as an informer resync. Here the objects carry the versions a real
-/// watch delivers and every case asserts.
+/// Go `TestHandleNodeUpdate` (watch-based mode; 1.37: the work-queue key names the trigger).
+/// Upstream asserts only the two enqueueing cases (key `node_change`); its other two cases
+/// compare objects with the same (empty) `resourceVersion`, which its own rule treats as an
+/// informer resync (key `periodic`). Here the objects carry the versions a real watch delivers
+/// and every case asserts.
 #[test]
 fn test_handle_node_update() {
     let node1 = with_rv(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.1"), "1");
-    let cases: Vec<(&str, Node, bool)> = vec![
-        ("internal IP updated", with_rv(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.2"), "2"), true),
-        ("pod CIDR updated", with_rv(node("node-1", "01", &["10.121.0.0/24"], "10.0.1.1"), "2"), true),
+    let cases: Vec<(&str, Node, Option<SyncTrigger>)> = vec![
+        ("internal IP updated", with_rv(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.2"), "2"), Some(SyncTrigger::NodeChange)),
+        ("pod CIDR updated", with_rv(node("node-1", "01", &["10.121.0.0/24"], "10.0.1.1"), "2"), Some(SyncTrigger::NodeChange)),
         // The informer's periodic resync replays the same object: a full reconcile (KEP-5237).
-        ("node object not updated", node1.clone(), true),
+        ("node object not updated", node1.clone(), Some(SyncTrigger::Periodic)),
         (
             "unrelated node update",
             {
@@ -517,7 +519,7 @@ fn test_handle_node_update() {
                     }]);
                 n
             },
-            false,
+            None,
         ),
         (
             "provider ID set",
@@ -526,11 +528,11 @@ fn test_handle_node_update() {
                 n.spec.get_or_insert_with(NodeSpec::default).provider_id = Some("fake://1".to_owned());
                 n
             },
-            true,
+            Some(SyncTrigger::NodeChange),
         ),
     ];
     for (name, updated, expected) in cases {
-        assert_eq!(update_needs_reconcile(&node1, &updated), expected, "{name}");
+        assert_eq!(update_trigger(&node1, &updated), expected, "{name}");
     }
 }
 

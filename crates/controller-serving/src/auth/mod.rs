@@ -134,7 +134,7 @@ impl DelegatingAuth {
 
     async fn review_token(&self, token: &str) -> Result<Option<UserInfo>, ReviewFailure> {
         let review = TokenReview {
-            spec: TokenReviewSpec { token: Some(token.to_owned()), audiences: None },
+            spec: TokenReviewSpec { token: token.to_owned(), audiences: None },
             ..TokenReview::default()
         };
         let api: Api<TokenReview> = Api::all(self.inner.client.clone());

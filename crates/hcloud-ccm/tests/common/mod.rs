@@ -173,3 +173,17 @@ pub fn server_ipv4(fake: &FakeServer, id: u64) -> String {
     let s = fake.handle().server(id).expect("server exists");
     s.public_net.ipv4.expect("has ipv4").ip
 }
+
+/// `HCLOUD_METRICS_ADDRESS` on a free loopback port, for a test that scrapes `/metrics`.
+pub fn metrics_address() -> String {
+    format!("127.0.0.1:{}", free_port())
+}
+
+/// The value of the sample `series` (name and labels, exactly as encoded) on the plain metrics
+/// listener at `address`, once the listener answers; `None` if the series is absent.
+pub async fn scrape(address: &str, series: &str) -> Option<f64> {
+    let url = format!("http://{address}/metrics");
+    let body = reqwest::get(&url).await.and_then(|r| r.error_for_status()).unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let text = body.text().await.expect("metrics body");
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
