@@ -218,7 +218,7 @@ impl<R: Routes> RouteController<R> {
         .metrics(io.metrics.clone());
         if matches!(config.mode, ReconcileMode::Watch { .. }) {
             let trigger = passes.trigger();
-            informer.on_change(move |change| {
+            informer.on_change(CONTROLLER_NAME, move |change| {
                 let relevant = match change {
                     Change::Applied { old: None, .. } | Change::Deleted(_) => true,
                     Change::Applied { old: Some(old), new } => update_needs_reconcile(old, new),
