@@ -7,9 +7,18 @@
 //! cached objects are replayed as updates with `old == new`, like an informer resync.
 //! `metadata.managedFields` is dropped before caching: controllers never need it and it is
 //! often the largest part of an object.
+//!
+//! A handler that panics is one change's failure, not the watch's (like a reconcile that
+//! panics, see [`crate::worker`]): the panic is logged with the object, counted for the
+//! handler's controller (`controller_reconcile_panics_total`, and as an error in
+//! `controller_reconcile_total`, with [`Informer::metrics`]), and the other handlers and every
+//! later change are delivered as usual; the next resync replays the objects still cached. A
+//! panic anywhere else ends [`Informer::run`], and [`Synced`] then reports the cache out of
+//! sync, so whoever runs the informer sees it stop.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +30,10 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
+
+use crate::metrics::RuntimeMetrics;
+use crate::worker::panic_message;
 
 /// What happened to an object.
 #[derive(Debug)]
@@ -37,7 +49,14 @@ pub enum Change<'a, K> {
     Deleted(&'a Arc<K>),
 }
 
-type Handler<K> = Box<dyn Fn(&Change<'_, K>) + Send + Sync>;
+/// A handler's function.
+type HandlerFn<K> = Box<dyn Fn(&Change<'_, K>) + Send + Sync>;
+
+/// A registered handler and the controller it belongs to (logs, metrics).
+struct Handler<K> {
+    controller: String,
+    call: HandlerFn<K>,
+}
 
 /// A shared informer for one resource type.
 pub struct Informer<K>
@@ -55,6 +74,8 @@ where
     /// that vanished while the watch was down get a `Deleted` event at `InitDone`.
     relist: Option<Relist<K>>,
     synced: tokio::sync::watch::Sender<bool>,
+    /// Where handler panics are counted.
+    metrics: Option<RuntimeMetrics>,
 }
 
 /// Resolves once the informer's cache holds the first complete list. Unlike
@@ -68,9 +89,17 @@ impl Synced {
         self.0.clone().wait_for(|synced| *synced).await.is_ok()
     }
 
-    /// True once the cache holds the first complete list.
+    /// True once the cache holds the first complete list, as long as the informer runs: once
+    /// it stopped (its task returned, panicked or was dropped) the cache no longer follows the
+    /// API server, and this is false again.
     pub fn is_synced(&self) -> bool {
-        *self.0.borrow()
+        *self.0.borrow() && !self.is_stopped()
+    }
+
+    /// True once the informer stopped (it is dropped when its task ends, however it ends).
+    pub fn is_stopped(&self) -> bool {
+        // The informer owns the sender: the channel is closed exactly when it is gone.
+        self.0.has_changed().is_err()
     }
 }
 
@@ -93,7 +122,23 @@ where
         let writer = reflector::store::Writer::default();
         let store = writer.as_reader();
         let (synced, _) = tokio::sync::watch::channel(false);
-        Informer { api, config, store, writer, handlers: Vec::new(), resync_period: None, relist: None, synced }
+        Informer {
+            api,
+            config,
+            store,
+            writer,
+            handlers: Vec::new(),
+            resync_period: None,
+            relist: None,
+            synced,
+            metrics: None,
+        }
+    }
+
+    /// Counts handler panics in `metrics`, as reconcile panics of the handler's controller.
+    pub fn metrics(mut self, metrics: RuntimeMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Replays all cached objects as updates every `period` (upstream: `--min-resync-period`).
@@ -112,9 +157,10 @@ where
         Synced(self.synced.subscribe())
     }
 
-    /// Registers a handler. Handlers must be quick (enqueue only).
-    pub fn on_change(&mut self, handler: impl Fn(&Change<'_, K>) + Send + Sync + 'static) {
-        self.handlers.push(Box::new(handler));
+    /// Registers a handler of `controller` (the name its panics are logged and counted
+    /// under). Handlers must be quick (enqueue only).
+    pub fn on_change(&mut self, controller: &str, handler: impl Fn(&Change<'_, K>) + Send + Sync + 'static) {
+        self.handlers.push(Handler { controller: controller.to_owned(), call: Box::new(handler) });
     }
 
     /// Runs the watch until `shutdown`. Watch errors are retried with backoff forever.
@@ -210,9 +256,38 @@ where
         }
     }
 
+    /// Hands `change` to every handler; a handler that panics misses this change only.
     fn dispatch(&self, change: &Change<'_, K>) {
-        for h in &self.handlers {
-            h(change);
+        for handler in &self.handlers {
+            // Unwind safety as in the reconcile loop: a handler is called again after a panic,
+            // and what it touches (queues, triggers, caches) sits behind locks that every user
+            // of this runtime treats as consistent when poisoned (single-step mutations).
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| (handler.call)(change))) {
+                self.handler_panicked(&handler.controller, change, &*panic);
+            }
         }
     }
+
+    /// A handler of `controller` panicked on `change`: log and count it like a reconcile panic.
+    fn handler_panicked(&self, controller: &str, change: &Change<'_, K>, panic: &(dyn std::any::Any + Send)) {
+        if let Some(m) = &self.metrics {
+            m.reconcile_panicked(controller);
+            m.reconciled(controller, "error");
+        }
+        let object = match change {
+            Change::Applied { new, .. } => new,
+            Change::Deleted(gone) => gone,
+        };
+        error!(
+            controller,
+            kind = %K::kind(&Default::default()),
+            object = %crate::worker::KeyName(&ObjectRef::from_obj(object.as_ref())),
+            panic = panic_message(panic),
+            "informer handler panicked (a bug); it misses this change, the watch goes on"
+        );
+    }
 }
+
+#[cfg(test)]
+#[path = "informer_tests.rs"]
+mod tests;

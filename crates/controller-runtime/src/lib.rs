@@ -22,7 +22,8 @@
 //!                                retry_on_conflict, EventRecorder
 //! ```
 //!
-//! - [`informer`]: a shared informer (one watch, one cache, many handlers, resync).
+//! - [`informer`]: a shared informer (one watch, one cache, many handlers, resync); a handler
+//!   that panics misses one change, the watch goes on.
 //! - [`workqueue`]: a deduplicating, rate-limited work queue.
 //! - [`worker`]: the one reconcile loop ([`Reconciler`], [`Workers`]) over typed keys
 //!   ([`ObjectRef`](kube::runtime::reflector::ObjectRef), shown as `namespace/name` by

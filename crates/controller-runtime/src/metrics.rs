@@ -104,7 +104,7 @@ impl RuntimeMetrics {
         );
         registry.register(
             "controller_reconcile_panics",
-            "Reconciliations per controller that panicked (also counted as errors in controller_reconcile_total)",
+            "Reconciliations (and informer handler calls) per controller that panicked (also counted as errors in controller_reconcile_total)",
             self.panics.clone(),
         );
         registry.register(

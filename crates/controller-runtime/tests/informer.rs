@@ -27,7 +27,7 @@ async fn informer_dispatches_the_initial_list_updates_and_deletions() {
         Informer::new(nodes.clone(), watcher::Config::default().labels(&format!("informer-test={group}")));
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = seen.clone();
-    informer.on_change(move |c| {
+    informer.on_change("test", move |c| {
         let line = match c {
             Change::Applied { old, new } => format!("applied {} old={}", new.name_any(), old.is_some()),
             Change::Deleted(gone) => format!("deleted {}", gone.name_any()),
@@ -83,4 +83,48 @@ async fn informer_dispatches_the_initial_list_updates_and_deletions() {
     token.cancel();
     task.await.expect("informer stops");
     let _ = nodes.delete(&second, &DeleteParams::default()).await;
+}
+
+#[tokio::test]
+async fn a_handler_that_panics_does_not_end_the_watch() {
+    let cp = ControlPlane::shared().await.expect("control plane");
+    let client = cp.admin_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let group = unique_name("inf-panic");
+    let poison = unique_name("inf-poison");
+    let later = unique_name("inf-later");
+
+    let mut informer =
+        Informer::new(nodes.clone(), watcher::Config::default().labels(&format!("informer-test={group}")));
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let bad = poison.clone();
+    informer.on_change("test", move |c| {
+        if let Change::Applied { new, .. } = c {
+            if new.name_any() == bad {
+                panic!("the handler hit a bug");
+            }
+            log.lock().expect("lock").push(new.name_any());
+        }
+    });
+    let synced = informer.synced();
+    let token = CancellationToken::new();
+    let task = tokio::spawn(informer.run(token.clone()));
+    assert!(tokio::time::timeout(Duration::from_secs(30), synced.wait()).await.expect("synced in time"));
+
+    NodeBuilder::new(&poison).label("informer-test", &group).register(&client).await.expect("poison node");
+    NodeBuilder::new(&later).label("informer-test", &group).register(&client).await.expect("later node");
+    let delivered = wait_until(Duration::from_secs(10), "the node after the panic to be delivered", async || {
+        seen.lock().expect("lock").contains(&later)
+    })
+    .await;
+    let (finished, still_synced) = (task.is_finished(), synced.is_synced());
+    token.cancel();
+    for n in [&poison, &later] {
+        let _ = nodes.delete(n, &DeleteParams::default()).await;
+    }
+    delivered.unwrap_or_else(|e| panic!("{e} (the informer's task ended: {finished})"));
+    assert!(still_synced, "the cache is still in sync after the panic");
+    task.await.expect("the informer stops without a panic");
+    assert!(synced.is_stopped() && !synced.is_synced(), "a stopped informer's cache is not in sync");
 }

@@ -235,7 +235,7 @@ impl<C: Cloud> CloudNodeController<C> {
         let queue =
             WorkQueue::new(CONTROLLER_NAME, ExponentialBackoff::CONTROLLER_DEFAULT, shutdown).with_metrics(&io.metrics);
         let q = queue.clone();
-        informer.on_change(move |change| {
+        informer.on_change(CONTROLLER_NAME, move |change| {
             if let Change::Applied { new, .. } = change {
                 q.add(key_of(new.as_ref()));
             }

@@ -225,7 +225,7 @@ impl<R: Routes> RouteController<R> {
         let pending = PendingTrigger::default();
         if matches!(config.mode, ReconcileMode::Watch { .. }) {
             let (trigger, pending) = (passes.trigger(), pending.clone());
-            informer.on_change(move |change| {
+            informer.on_change(CONTROLLER_NAME, move |change| {
                 let cause = match change {
                     Change::Applied { old: None, .. } | Change::Deleted(_) => Some(SyncTrigger::NodeChange),
                     Change::Applied { old: Some(old), new } => update_trigger(old, new),

@@ -132,7 +132,7 @@ impl<L: LoadBalancer> ServiceController<L> {
         let node_sync = Passes::new(PassConfig::new(NODE_SYNC_NAME), shutdown).metrics(io.metrics.clone());
 
         let (q, class) = (service_queue.clone(), config.load_balancer_class.clone());
-        services.on_change(move |change| {
+        services.on_change(CONTROLLER_NAME, move |change| {
             let class = class.as_deref();
             let enqueue = match change {
                 // Cleanup here also finishes what a previous run left undone.
@@ -161,7 +161,7 @@ impl<L: LoadBalancer> ServiceController<L> {
             metrics: ServiceMetrics::default(),
         }));
         let (trigger, watcher) = (node_sync.trigger(), syncer.clone());
-        nodes.on_change(move |change| {
+        nodes.on_change(CONTROLLER_NAME, move |change| {
             let enqueue = match change {
                 Change::Applied { old: Some(old), new } => {
                     should_sync_updated_node(old, new) || watcher.reads_changed_labels(old, new)
