@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cloud_provider::Cloud;
 use controller_runtime::{ControllerIo, Informer, RuntimeMetrics, Synced};
 use controller_serving::MetricsRegistry;
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -53,13 +54,17 @@ pub struct Informers {
     services: Option<Informer<Service>>,
     client: Client,
     resync: std::time::Duration,
+    metrics: RuntimeMetrics,
 }
 
 impl Informers {
-    /// Informers reading through `client`, replaying their caches every `resync`.
-    pub fn new(client: Client, resync: std::time::Duration) -> Self {
-        let nodes = Informer::new(Api::all(client.clone()), watcher::Config::default()).resync_every(resync);
-        Informers { nodes, services: None, client, resync }
+    /// Informers reading through `client`, replaying their caches every `resync`, counting
+    /// their handlers' panics in `metrics`.
+    pub fn new(client: Client, resync: std::time::Duration, metrics: RuntimeMetrics) -> Self {
+        let nodes = Informer::new(Api::all(client.clone()), watcher::Config::default())
+            .resync_every(resync)
+            .metrics(metrics.clone());
+        Informers { nodes, services: None, client, resync, metrics }
     }
 
     /// The Service informer, created on first use.
@@ -70,9 +75,11 @@ impl Informers {
     /// The Node informer and the Service informer (created on first use), for controllers that
     /// watch both.
     pub fn nodes_and_services(&mut self) -> (&mut Informer<Node>, &mut Informer<Service>) {
-        let (client, resync) = (&self.client, self.resync);
+        let (client, resync, metrics) = (&self.client, self.resync, &self.metrics);
         let services = self.services.get_or_insert_with(|| {
-            Informer::new(Api::all(client.clone()), watcher::Config::default()).resync_every(resync)
+            Informer::new(Api::all(client.clone()), watcher::Config::default())
+                .resync_every(resync)
+                .metrics(metrics.clone())
         });
         (&mut self.nodes, services)
     }
@@ -86,14 +93,14 @@ impl Informers {
         all
     }
 
-    /// Runs every informer until `shutdown`.
-    pub async fn run(self, shutdown: CancellationToken) {
-        match self.services {
-            Some(services) => {
-                tokio::join!(self.nodes.run(shutdown.clone()), services.run(shutdown));
-            }
-            None => self.nodes.run(shutdown).await,
+    /// Each informer's watch as a task of its own, named by its kind, running until `shutdown`.
+    pub fn into_tasks(self, shutdown: CancellationToken) -> Vec<(&'static str, BoxFuture<'static, ()>)> {
+        let mut tasks: Vec<(&'static str, BoxFuture<'static, ()>)> =
+            vec![("Node", Box::pin(self.nodes.run(shutdown.clone())))];
+        if let Some(services) = self.services {
+            tasks.push(("Service", Box::pin(services.run(shutdown))));
         }
+        tasks
     }
 }
 

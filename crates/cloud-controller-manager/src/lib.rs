@@ -6,7 +6,8 @@
 //!  program: provider config + Cloud (consults Manager::fence() before side effects)
 //!                                   │
 //!  Manager::run(cloud, shutdown) ───┤ per-user Kubernetes clients (QPS token buckets)
-//!                                   │ shared informers (Nodes; Services on demand)
+//!                                   │ shared informers (Nodes; Services on demand), each
+//!                                   │   watch supervised: one that ends turns the probes red
 //!                                   │ serving: /healthz /readyz /livez /metrics (HTTPS, delegated
 //!                                   │   auth; optional plain listener), metrics registry
 //!                                   │ registry: --controllers ─► build each enabled controller
@@ -33,6 +34,7 @@ pub mod manager;
 pub mod metrics;
 pub mod options;
 pub mod provider_events;
+mod supervise;
 
 pub use args::ManagerArgs;
 pub use fence::Fence;

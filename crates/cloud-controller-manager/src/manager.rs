@@ -9,18 +9,15 @@
 //!                          └ until the Lease is lost: close the fence, stop, exit non-zero
 //! ```
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cloud_provider::Cloud;
 use controller_runtime::events::queue::DEFAULT_QUEUE_CAPACITY;
-use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics, panic_message};
+use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics};
 use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing};
-use futures::FutureExt as _;
 use leader_election::{LeaderElector, Leadership};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +32,7 @@ use crate::kube_client::connection_config;
 use crate::metrics::ManagerMetrics;
 use crate::options::Options;
 use crate::provider_events::{RecorderSink, Resyncs};
+use crate::supervise::{Supervised, informers_synced, supervise};
 
 /// How long controllers get to finish after a stop request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -158,12 +156,17 @@ impl Manager {
         let resyncs = Resyncs::default();
         let recorder = EventRecorder::new(clients.client("cloud-provider")?, identity.program);
         let provider_events = EventQueue::new(recorder, DEFAULT_QUEUE_CAPACITY, &runtime_metrics);
-        tokio::spawn(provider_events.clone().run(shutdown.clone()));
+        tokio::spawn(supervise(
+            Supervised::event_queue(shutdown.clone()),
+            provider_events.clone().run(shutdown.clone()),
+            &health,
+            || {},
+        ));
         cloud.initialize(RecorderSink::new(provider_events, resyncs.clone()));
 
         // One watch per resource, shared by every controller; replayed every [p, 2p).
         let resync = options.min_resync_period.mul_f64(1.0 + fastrand::f64());
-        let informers = Informers::new(clients.client("shared-informers")?, resync);
+        let informers = Informers::new(clients.client("shared-informers")?, resync, runtime_metrics.clone());
         let stopping = Arc::new(AtomicBool::new(false));
         let s = stopping.clone();
         health.register("shutdown", &[Probe::Readyz], move || {
@@ -185,10 +188,7 @@ impl Manager {
         let controllers = build_controllers(&mut ctx)?;
         // Every informer a controller asked for (Nodes, and Services with a service controller).
         let synced = ctx.informers.synced();
-        health.register("informer-sync", &[Probe::Readyz], move || match synced.iter().find(|(_, s)| !s.is_synced()) {
-            Some((kind, _)) => Err(format!("the {kind} informer has not synced yet")),
-            None => Ok(()),
-        });
+        health.register("informer-sync", &[Probe::Readyz], move || informers_synced(&synced));
         let election = match &ctx.options.leader_election {
             Some(le) => {
                 let client = ctx.clients().client("leader-election")?;
@@ -206,7 +206,15 @@ impl Manager {
         };
         let lease = election.as_ref().map(|e| e.lease.clone());
         // Informers warm up before leadership is won; controllers start only once it is held.
-        let informer_task = tokio::spawn(ctx.informers.run(shutdown.clone()));
+        // Each watch is supervised: one that ends turns /healthz and /readyz red.
+        let informer_tasks = ctx
+            .informers
+            .into_tasks(shutdown.clone())
+            .into_iter()
+            .map(|(kind, task)| {
+                tokio::spawn(supervise(Supervised::informer(kind, shutdown.clone()), task, &health, || {}))
+            })
+            .collect();
         let running = Running {
             program: identity.program,
             fence,
@@ -214,7 +222,7 @@ impl Manager {
             metrics,
             stop,
             stopping,
-            informer_task,
+            informer_tasks,
             listeners,
             lease,
             leadership: None,
@@ -277,7 +285,7 @@ struct Running {
     stop: CancellationToken,
     /// Turns `/readyz` red once the manager is stopping.
     stopping: Arc<AtomicBool>,
-    informer_task: JoinHandle<()>,
+    informer_tasks: Vec<JoinHandle<()>>,
     /// The listeners; they stop when dropped.
     listeners: Vec<Bound>,
     /// The Lease's name when elected.
@@ -292,11 +300,12 @@ struct Running {
 }
 
 impl Running {
-    /// Starts the controllers, each under [`supervise`].
+    /// Starts the controllers, each under [`supervise`]: one that ends before it is stopped
+    /// turns `/healthz` red.
     fn start(&mut self, controllers: Vec<(&'static str, ControllerTask)>, identity: Identity) {
         for (name, task) in controllers {
             let stopped = running(&self.metrics, self.program, name);
-            self.tasks.spawn(supervise(name, task, self.stop.clone(), &self.health, stopped));
+            self.tasks.spawn(supervise(Supervised::controller(name, self.stop.clone()), task, &self.health, stopped));
             self.metrics.set_running(self.program, name, true);
             self.names.push(name);
         }
@@ -329,7 +338,7 @@ impl Running {
             metrics,
             stop,
             stopping,
-            informer_task,
+            informer_tasks,
             listeners,
             lease,
             leadership,
@@ -376,7 +385,9 @@ impl Running {
                 Ok(())
             }
         };
-        informer_task.abort();
+        for task in informer_tasks {
+            task.abort();
+        }
         drop(listeners);
         if result.is_ok() && started {
             info!("stopped");
@@ -389,37 +400,6 @@ impl Running {
 fn running(metrics: &ManagerMetrics, program: &'static str, name: &'static str) -> impl FnOnce() + Send + 'static {
     let metrics = metrics.clone();
     move || metrics.set_running(program, name, false)
-}
-
-/// Runs controller `name` with a `/healthz` check that fails once it ended before `stop`,
-/// whether it returned or panicked; `stopped` is called then.
-///
-/// A panicking controller is not restarted here: its state is unknown, and a red `/healthz`
-/// makes the liveness probe restart the process (upstream crashes at once). Panics inside a
-/// single reconcile do not get here: the workers retry that key (see `controller_runtime::worker`).
-fn supervise(
-    name: &'static str,
-    task: ControllerTask,
-    stop: CancellationToken,
-    health: &Health,
-    stopped: impl FnOnce() + Send + 'static,
-) -> impl Future<Output = ()> + Send + 'static {
-    let exited = Arc::new(AtomicBool::new(false));
-    let done = exited.clone();
-    health.register(name, &[Probe::Healthz], move || {
-        if exited.load(Ordering::Relaxed) { Err(format!("{name} stopped")) } else { Ok(()) }
-    });
-    async move {
-        // Unwind safety: after a panic the controller's future is dropped, never polled again.
-        let outcome = AssertUnwindSafe(task).catch_unwind().await;
-        match outcome {
-            Ok(()) if stop.is_cancelled() => return,
-            Ok(()) => error!(controller = name, "{name} stopped unexpectedly"),
-            Err(panic) => error!(controller = name, panic = panic_message(&*panic), "{name} panicked and stopped"),
-        }
-        done.store(true, Ordering::Relaxed);
-        stopped();
-    }
 }
 
 /// Starts the secure port (unless `--secure-port=0`) and the plain listener, if any. Both
@@ -496,29 +476,6 @@ mod tests {
 
     use super::*;
 
-    /// Polls `check` until it holds or `within` passed.
-    async fn eventually(within: Duration, check: impl Fn() -> bool) -> bool {
-        let deadline = tokio::time::Instant::now() + within;
-        while !check() {
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        true
-    }
-
-    /// A flag and the callback that raises it.
-    fn raised_flag() -> (Arc<AtomicBool>, impl FnOnce() + Send + 'static) {
-        let flag = Arc::new(AtomicBool::new(false));
-        let raise = flag.clone();
-        (flag, move || raise.store(true, Ordering::Relaxed))
-    }
-
-    fn healthy(health: &Health) -> bool {
-        health.run(Probe::Healthz, &[]).passed()
-    }
-
     #[test]
     fn errors_name_each_cause_once() {
         let lost = leader_election::Lost {
@@ -530,45 +487,5 @@ mod tests {
         let refused = leader_election::ConfigError::Empty { field: "name" };
         let expected = refused.to_string();
         assert_eq!(error_chain(&ManagerError::LeaderElectionConfig(refused)), expected);
-    }
-
-    #[tokio::test]
-    async fn a_controller_that_panics_turns_healthz_red() {
-        let health = Health::new();
-        let task: ControllerTask = Box::pin(async { panic!("the controller's loop hit a bug") });
-        let (flag, stopped) = raised_flag();
-        let supervised =
-            tokio::spawn(supervise("panicky-controller", task, CancellationToken::new(), &health, stopped));
-        assert!(eventually(Duration::from_secs(5), || !healthy(&health)).await, "/healthz stays green after the panic");
-        assert!(flag.load(Ordering::Relaxed), "the controller is reported as no longer running");
-        assert_eq!(
-            health.run_one(Probe::Healthz, "panicky-controller"),
-            Some(controller_serving::Outcome::Failed("panicky-controller stopped".to_owned()))
-        );
-        assert!(supervised.await.is_ok(), "the supervisor itself does not panic");
-    }
-
-    #[tokio::test]
-    async fn a_controller_that_returns_early_turns_healthz_red_but_not_one_stopped_on_purpose() {
-        let health = Health::new();
-        let returns: ControllerTask = Box::pin(async {});
-        let (flag, stopped) = raised_flag();
-        tokio::spawn(supervise("early-controller", returns, CancellationToken::new(), &health, stopped))
-            .await
-            .expect("the supervisor does not panic");
-        assert!(!healthy(&health));
-        assert!(flag.load(Ordering::Relaxed));
-
-        let health = Health::new();
-        let stop = CancellationToken::new();
-        let token = stop.clone();
-        let stops: ControllerTask = Box::pin(async move { token.cancelled().await });
-        let (flag, stopped) = raised_flag();
-        let supervised = tokio::spawn(supervise("stopped-controller", stops, stop.clone(), &health, stopped));
-        assert!(healthy(&health));
-        stop.cancel();
-        supervised.await.expect("the supervisor does not panic");
-        assert!(healthy(&health), "a controller stopped by the manager is not a failure");
-        assert!(!flag.load(Ordering::Relaxed));
     }
 }

@@ -36,7 +36,6 @@
 //! - [`merge_patch`]: RFC 7386 as the API server applies it, so tests can check the exact
 //!   patch a planner produced.
 //! - [`metrics`]: workqueue and reconcile metrics under client-go's names.
-//! - [`periodic`]: sliding-period loops (periodic sweeps, status refreshes).
 //! - [`keyed_lock`]: one async mutex per key, kept only while held or waited for.
 //! - [`ControllerIo`]: what a controller gets from its manager to talk to the API server.
 
@@ -46,7 +45,6 @@ pub mod keyed_lock;
 pub mod merge_patch;
 pub mod metrics;
 pub mod pass;
-pub mod periodic;
 pub mod worker;
 pub mod workqueue;
 pub mod writes;

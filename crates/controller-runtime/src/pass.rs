@@ -9,7 +9,8 @@
 //!   previous pass started (upstream route controller's `minRouteResyncInterval`).
 //! - [`PassTimer::Resync`]: a pass whenever none started for that long, a safety net for
 //!   changes no trigger reports. [`PassTimer::Every`]: a pass every period (not sliding, like
-//!   upstream's `NonSlidingUntil`; a late tick delays the next one).
+//!   upstream's `NonSlidingUntil`; a late tick delays the next one). [`PassTimer::Sliding`]: a
+//!   pass a period after the previous one ended (upstream's `wait.Until`), the first at once.
 //! - A failed pass is retried with [`PassConfig::backoff`] (the failure count resets on
 //!   success); a failure the error marks as transient is retried at least every
 //!   [`PassConfig::recovery_probe`], an error's [`ReconcileError::retry_after`] exactly then,
@@ -45,6 +46,9 @@ pub enum PassTimer {
     Resync(Duration),
     /// A pass every period, counted from the start of [`Passes::run`].
     Every(Duration),
+    /// A pass this long after the previous pass ended, the first at once (upstream's sliding
+    /// `wait.Until`: slow passes never pile up).
+    Sliding(Duration),
 }
 
 /// How a [`Passes`] runner paces and retries its passes.
@@ -138,6 +142,8 @@ struct Schedule {
     failures: u32,
     /// The next tick of [`PassTimer::Every`].
     next_tick: Option<Instant>,
+    /// When the last pass ended ([`PassTimer::Sliding`]).
+    last_end: Option<Instant>,
 }
 
 impl Passes {
@@ -170,9 +176,10 @@ impl Passes {
         let started = Instant::now();
         let next_tick = match self.config.timer {
             PassTimer::Every(period) => Some(started + period),
-            PassTimer::None | PassTimer::Resync(_) => None,
+            PassTimer::None | PassTimer::Resync(_) | PassTimer::Sliding(_) => None,
         };
-        let mut schedule = Schedule { started, last_start: None, retry_at: None, failures: 0, next_tick };
+        let mut schedule =
+            Schedule { started, last_start: None, retry_at: None, failures: 0, next_tick, last_end: None };
         loop {
             let woken = self.shared.wake.notified();
             let due = self.due(&schedule);
@@ -198,6 +205,7 @@ impl Passes {
         });
         let resync = match self.config.timer {
             PassTimer::Resync(resync) => Some(s.last_start.unwrap_or(s.started) + resync),
+            PassTimer::Sliding(period) => Some(s.last_end.map_or(s.started, |end| end + period)),
             PassTimer::None | PassTimer::Every(_) => None,
         };
         [triggered, s.retry_at, resync, s.next_tick].into_iter().flatten().min()
@@ -233,6 +241,7 @@ impl Passes {
     fn outcome<E: ReconcileError>(&self, s: &mut Schedule, result: std::thread::Result<Result<Reconciled, E>>) {
         let name = &self.config.name;
         let now = Instant::now();
+        s.last_end = Some(now);
         match result {
             Ok(Ok(outcome)) => {
                 self.count("success");

@@ -175,6 +175,27 @@ async fn periodic_passes_do_not_slide() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn sliding_passes_start_a_period_after_the_previous_one_ended() {
+    // Passes take 5 s; the next starts 30 s after one ended (upstream's `wait.Until`).
+    let r = start(config(10, PassTimer::Sliding(30 * SEC)), &[], 5, RuntimeMetrics::default());
+    assert_eq!(r.starts_until(100).await, vec![0, 35, 70]);
+    r.token.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sliding_pass_that_panics_is_retried_with_backoff_not_a_period_later() {
+    let metrics = RuntimeMetrics::default();
+    let r = start(config(0, PassTimer::Sliding(3600 * SEC)), &[Answer::Panic], 0, metrics.clone());
+    assert_eq!(r.starts_until(100).await, vec![0, 10], "the retry after the 10 s backoff");
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+    assert!(text.contains("controller_reconcile_panics_total{controller=\"test\"} 1\n"), "{text}");
+    r.token.cancel();
+}
+
+#[tokio::test(start_paused = true)]
 async fn failures_back_off_and_a_success_resets_the_backoff() {
     use Answer::{Done, Failed};
     // 10 s doubling up to 40 s; after the success, a new failure starts again at 10 s.

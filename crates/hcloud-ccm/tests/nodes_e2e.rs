@@ -229,7 +229,9 @@ async fn a_node_turning_not_ready_is_rechecked_at_once_with_one_request() {
 
     // Upstream's 1.37 node-lifecycle metrics: the "gone" answer, the shutdown check, the passes.
     let calls = |operation: &str, result: &str| {
-        format!(r#"cloud_node_lifecycle_controller_cloud_provider_calls_total{{operation="{operation}",result="{result}"}}"#)
+        format!(
+            r#"cloud_node_lifecycle_controller_cloud_provider_calls_total{{operation="{operation}",result="{result}"}}"#
+        )
     };
     for (operation, result) in [("instance_exists", "instance_not_found"), ("instance_shutdown", "success")] {
         let count = scrape(&metrics, &calls(operation, result)).await;

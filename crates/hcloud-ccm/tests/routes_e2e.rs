@@ -97,7 +97,8 @@ async fn a_node_gets_a_route_via_its_private_ip_and_loses_it_when_deleted_while_
     assert!(ccm.logs().contains("route controller started"), "{}", ccm.logs());
     // Upstream's route_controller_route_sync_total (1.37): the creation and the deletion were
     // reconciles a node change brought that changed routes; none failed.
-    let changed = scrape(&metrics, r#"route_controller_route_sync_total{outcome="changed",trigger="node_change"}"#).await;
+    let changed =
+        scrape(&metrics, r#"route_controller_route_sync_total{outcome="changed",trigger="node_change"}"#).await;
     assert!(changed.is_some_and(|v| v >= 2.0), "{changed:?}");
     for trigger in ["node_change", "periodic"] {
         let series = format!(r#"route_controller_route_sync_total{{outcome="error",trigger="{trigger}"}}"#);
@@ -114,13 +115,17 @@ async fn the_periodic_mode_counts_periodic_reconciles() {
     let net = network(&h, &[]);
     h.seed_server(&SeedServer::new("node-p").network_ip(net, "10.0.0.5")).expect("server");
     let metrics = metrics_address();
-    let periodic = ["--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=false", "--route-reconciliation-period=1s"];
+    let periodic = [
+        "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=false",
+        "--route-reconciliation-period=1s",
+    ];
     let args = [&ROUTES[..], &periodic[..]].concat();
     let _ccm = env.ccm(&[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_METRICS_ADDRESS", &metrics)], &args).await;
 
     NodeBuilder::new("node-p").pod_cidrs(["10.244.1.0/24"]).register(&env.client).await.expect("node");
     wait_routes(&h, net, &[("10.244.1.0/24", "10.0.0.5")], "routed in the periodic mode").await;
-    let series = |outcome: &str| format!(r#"route_controller_route_sync_total{{outcome="{outcome}",trigger="periodic"}}"#);
+    let series =
+        |outcome: &str| format!(r#"route_controller_route_sync_total{{outcome="{outcome}",trigger="periodic"}}"#);
     let changed = scrape(&metrics, &series("changed")).await;
     assert!(changed.is_some_and(|v| v >= 1.0), "{changed:?}");
     wait_until(REACT, "a periodic reconcile that changes nothing", async || {

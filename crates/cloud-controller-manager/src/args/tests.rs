@@ -323,11 +323,16 @@ fn node_lifecycle_controller_options_follow_the_flags() {
     let o = valid(&["--concurrent-node-lifecycle-syncs=3", "--node-monitor-period=7s"]);
     assert_eq!(o.node_lifecycle, NodeLifecycleConfig { monitor_period: Duration::from_secs(7), workers: 3 });
     assert_eq!(NodeLifecycleConfig::default().workers, 1, "upstream's default in the generic configuration");
-    for (value, expected) in [(0, "concurrent-node-lifecycle-syncs must be at least 1, but got 0"), (-2, "but got -2")] {
-        let errors = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", &format!("--concurrent-node-lifecycle-syncs={value}")])
-            .expect("parses")
-            .validate("fake")
-            .unwrap_err();
+    for (value, expected) in [(0, "concurrent-node-lifecycle-syncs must be at least 1, but got 0"), (-2, "but got -2")]
+    {
+        let errors = parse(&[
+            "--cloud-provider=fake",
+            "--allow-untagged-cloud",
+            &format!("--concurrent-node-lifecycle-syncs={value}"),
+        ])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
         assert!(errors.iter().any(|e| e.contains(expected)), "{errors:?}");
     }
     assert!(validate_node_lifecycle_controller(1).is_empty());

@@ -14,7 +14,7 @@ use kube::runtime::watcher;
 use test_harness::{ControlPlane, NodeBuilder, Ready, unique_name, wait_for};
 use tokio_util::sync::CancellationToken;
 
-use super::{CONTROLLER_NAME, CloudNodeLifecycleController};
+use super::{CONTROLLER_NAME, CloudNodeLifecycleController, NodeLifecycleConfig};
 use crate::testing::{Fake, FakeCloud};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -55,7 +55,7 @@ async fn a_pass_that_panics_is_counted_and_retried_with_backoff() {
         cloud.clone().into(),
         &informer,
         io,
-        Duration::from_secs(3600),
+        NodeLifecycleConfig { monitor_period: Duration::from_secs(3600), ..NodeLifecycleConfig::default() },
         token.clone(),
     );
     tokio::spawn(informer.run(token.clone()));

@@ -91,7 +91,10 @@ pub struct LifecycleMetrics {
 impl Default for LifecycleMetrics {
     fn default() -> Self {
         // Upstream: ExponentialBuckets(0.001, 2, 15).
-        LifecycleMetrics { monitor_duration: Histogram::new(exponential_buckets(0.001, 2.0, 15)), calls: Family::default() }
+        LifecycleMetrics {
+            monitor_duration: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
+            calls: Family::default(),
+        }
     }
 }
 

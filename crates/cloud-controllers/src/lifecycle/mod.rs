@@ -14,6 +14,8 @@
 //!
 //! Upstream's 1.37 metrics ([`metrics`]): the duration of each pass and every provider call.
 
+#[cfg(test)]
+mod controller_tests;
 pub mod decide;
 pub mod metrics;
 #[cfg(test)]
@@ -26,7 +28,10 @@ use sync_lock::Unpoison as _;
 
 use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
 use controller_runtime::writes::{ConflictRetry, is_not_found, patch_replanned};
-use controller_runtime::{ControllerIo, EventRecorder, Informer, Synced, object_ref, periodic};
+use controller_runtime::{
+    ControllerIo, EventRecorder, Informer, PassConfig, PassTimer, Passes, Reconciled, RuntimeMetrics, Synced,
+    object_ref,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
@@ -69,6 +74,8 @@ pub struct CloudNodeLifecycleController<C: Cloud> {
     events: EventRecorder,
     config: NodeLifecycleConfig,
     metrics: LifecycleMetrics,
+    /// Where the passes are counted (`controller_reconcile_total`, panics, retries).
+    runtime_metrics: RuntimeMetrics,
     shutdown: CancellationToken,
     /// Readiness of each node (by UID) in the previous pass, to notice NotReady transitions.
     was_ready: Mutex<HashMap<String, bool>>,
@@ -92,6 +99,7 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
             events: io.events(CONTROLLER_NAME),
             config,
             metrics: LifecycleMetrics::default(),
+            runtime_metrics: io.metrics.clone(),
             shutdown,
             was_ready: Mutex::default(),
         }
@@ -110,7 +118,19 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
         }
         let NodeLifecycleConfig { monitor_period, workers } = self.config;
         info!(period = ?monitor_period, workers, "cloud-node-lifecycle controller started");
-        periodic::every(monitor_period, &self.shutdown.clone(), || self.monitor_nodes()).await;
+        // On the pass runner: a pass that panics (a provider bug) is counted and retried with
+        // backoff; the next one comes a period after the previous ended (upstream `wait.Until`).
+        let passes = Passes::new(
+            PassConfig { timer: PassTimer::Sliding(monitor_period), ..PassConfig::new(CONTROLLER_NAME) },
+            self.shutdown.clone(),
+        )
+        .metrics(self.runtime_metrics.clone());
+        passes
+            .run(|| async {
+                self.monitor_nodes().await;
+                Ok::<_, std::convert::Infallible>(Reconciled::DONE)
+            })
+            .await;
     }
 
     /// One pass over all nodes (upstream `MonitorNodes`), timed.

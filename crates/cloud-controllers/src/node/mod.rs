@@ -15,6 +15,8 @@
 //!  (--concurrent-node-status-updates at once) refresh status.addresses if they changed.
 //! ```
 
+#[cfg(test)]
+mod controller_tests;
 pub mod metadata;
 pub mod plan;
 #[cfg(test)]
@@ -27,8 +29,8 @@ use sync_lock::Unpoison as _;
 use cloud_provider::{Cloud, InstancesV2, LookupPurpose};
 use controller_runtime::writes::{ConflictRetry, is_not_found, retry_on_conflict};
 use controller_runtime::{
-    Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
-    WorkQueue, WorkerConfig, Workers, key_of, object_ref, periodic,
+    Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, PassConfig, PassTimer, Passes, ReconcileError,
+    Reconciled, Reconciler, Synced, WorkQueue, WorkerConfig, Workers, key_of, object_ref,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
@@ -46,6 +48,10 @@ use plan::{
 
 /// Upstream's name of this controller (queue, events, metrics).
 pub const CONTROLLER_NAME: &str = "cloud-node-controller";
+
+/// The name the periodic address refresh's passes are counted under (metrics, logs); apart
+/// from [`CONTROLLER_NAME`], whose count is the initializing reconciles.
+pub const STATUS_UPDATE_NAME: &str = "cloud-node-status-update";
 
 /// Settings of the cloud-node controller (upstream flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,9 +275,23 @@ impl<C: Cloud> CloudNodeController<C> {
         .metrics(self.io.metrics.clone());
         let status = self.reconciler.clone();
         let config = self.config;
-        tokio::join!(workers.run(), async move {
-            periodic::every(config.status_update_frequency, &shutdown, || status.update_node_status(&config)).await
-        });
+        // On the pass runner: a refresh that panics (a provider bug) is counted and retried with
+        // backoff; the next one comes a period after the previous ended (upstream `wait.Until`).
+        let refresh = Passes::new(
+            PassConfig {
+                timer: PassTimer::Sliding(config.status_update_frequency),
+                ..PassConfig::new(STATUS_UPDATE_NAME)
+            },
+            shutdown,
+        )
+        .metrics(self.io.metrics.clone());
+        tokio::join!(
+            workers.run(),
+            refresh.run(|| async {
+                status.update_node_status(&config).await;
+                Ok::<_, std::convert::Infallible>(Reconciled::DONE)
+            })
+        );
     }
 }
 

@@ -875,7 +875,8 @@ async fn test_update_node_status() {
         let rounds = case.nodes.div_ceil(case.workers) as u32;
         let elapsed = started.elapsed();
         assert!(
-            elapsed >= rounds * std::time::Duration::from_millis(10) && elapsed < (rounds + 1) * std::time::Duration::from_millis(10),
+            elapsed >= rounds * std::time::Duration::from_millis(10)
+                && elapsed < (rounds + 1) * std::time::Duration::from_millis(10),
             "case {:?}: {elapsed:?} for {rounds} rounds of lookups",
             case.name
         );

@@ -504,8 +504,16 @@ fn with_rv(mut n: Node, rv: &str) -> Node {
 fn test_handle_node_update() {
     let node1 = with_rv(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.1"), "1");
     let cases: Vec<(&str, Node, Option<SyncTrigger>)> = vec![
-        ("internal IP updated", with_rv(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.2"), "2"), Some(SyncTrigger::NodeChange)),
-        ("pod CIDR updated", with_rv(node("node-1", "01", &["10.121.0.0/24"], "10.0.1.1"), "2"), Some(SyncTrigger::NodeChange)),
+        (
+            "internal IP updated",
+            with_rv(node("node-1", "01", &["10.120.0.0/24"], "10.0.1.2"), "2"),
+            Some(SyncTrigger::NodeChange),
+        ),
+        (
+            "pod CIDR updated",
+            with_rv(node("node-1", "01", &["10.121.0.0/24"], "10.0.1.1"), "2"),
+            Some(SyncTrigger::NodeChange),
+        ),
         // The informer's periodic resync replays the same object: a full reconcile (KEP-5237).
         ("node object not updated", node1.clone(), Some(SyncTrigger::Periodic)),
         (

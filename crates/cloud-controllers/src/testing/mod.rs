@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -180,6 +181,18 @@ pub(crate) struct Fake {
     pub request_delay: Duration,
     /// `Calls`: every call, by upstream's names.
     pub calls: Mutex<Vec<String>>,
+    /// The next this many `instance_exists` calls panic (a provider bug).
+    pub exists_panics: AtomicU32,
+    /// The next this many `node_addresses_by_provider_id` calls panic (a provider bug).
+    pub addresses_panics: AtomicU32,
+}
+
+/// Panics if `pending` is above zero, counting it down: a provider bug, for the tests of what
+/// the controllers do with one.
+fn panic_if_pending(pending: &AtomicU32, call: &str) {
+    if pending.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok() {
+        panic!("the fake provider's {call} hit a bug");
+    }
 }
 
 impl Fake {
@@ -274,6 +287,7 @@ impl Cloud for FakeCloud {
 impl InstancesV2 for Fake {
     async fn instance_exists(&self, _node: &Node) -> Result<bool, CloudError> {
         self.add_call("instance-exists").await;
+        panic_if_pending(&self.exists_panics, "instance_exists");
         result(self.exists_by_provider_id, &self.err_by_provider_id)
     }
 
@@ -309,6 +323,7 @@ impl Instances for Fake {
 
     async fn node_addresses_by_provider_id(&self, _provider_id: &str) -> Result<Vec<NodeAddress>, CloudError> {
         self.add_call("node-addresses-by-provider-id").await;
+        panic_if_pending(&self.addresses_panics, "node_addresses_by_provider_id");
         result(self.addresses.clone(), &self.err)
     }
 
