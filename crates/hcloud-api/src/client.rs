@@ -334,9 +334,9 @@ impl Client {
         Ok(())
     }
 
-    /// [`token_fingerprint`](crate::token_fingerprint) of the token in use.
+    /// [`token_fingerprint`](crate::fingerprint::token_fingerprint) of the token in use.
     pub fn token_fingerprint(&self) -> String {
-        crate::token_fingerprint(self.current_token().expose_secret())
+        crate::fingerprint::token_fingerprint(self.current_token().expose_secret())
     }
 
     /// A client for trying `token` before it is put in use with [`Client::set_token`]: it

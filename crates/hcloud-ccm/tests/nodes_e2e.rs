@@ -12,7 +12,7 @@ use hcloud_fake::control::{SeedNetwork, SeedServer};
 use hcloud_fake::faults::FaultRule;
 use hcloud_fake::wire::ServerStatus;
 use k8s_openapi::api::core::v1::Node;
-use test_harness::{NodeBuilder, Ready, set_ready, wait_for, wait_for_event};
+use test_harness::{NodeBuilder, Ready, set_ready, wait_for, wait_for_event, wait_until};
 
 fn initialized(n: Option<&Node>) -> bool {
     n.is_some_and(|n| !tainted(n) && n.spec.as_ref().and_then(|s| s.provider_id.as_ref()).is_some())
@@ -233,12 +233,15 @@ async fn a_node_turning_not_ready_is_rechecked_at_once_with_one_request() {
             r#"cloud_node_lifecycle_controller_cloud_provider_calls_total{{operation="{operation}",result="{result}"}}"#
         )
     };
+    // A pass's duration is observed once it ended, a moment after its last write: poll.
     for (operation, result) in [("instance_exists", "instance_not_found"), ("instance_shutdown", "success")] {
-        let count = scrape(&metrics, &calls(operation, result)).await;
-        assert!(count.is_some_and(|v| v >= 1.0), "{operation} {result}: {count:?}");
+        let series = calls(operation, result);
+        wait_until(REACT, &series, async || scrape(&metrics, &series).await.is_some_and(|v| v >= 1.0))
+            .await
+            .expect("counted");
     }
-    let passes = scrape(&metrics, "cloud_node_lifecycle_controller_monitor_nodes_duration_seconds_count").await;
-    assert!(passes.is_some_and(|v| v >= 1.0), "{passes:?}");
+    let passes = "cloud_node_lifecycle_controller_monitor_nodes_duration_seconds_count";
+    wait_until(REACT, passes, async || scrape(&metrics, passes).await.is_some_and(|v| v >= 1.0)).await.expect("timed");
 }
 
 #[tokio::test]

@@ -96,10 +96,14 @@ async fn a_node_gets_a_route_via_its_private_ip_and_loses_it_when_deleted_while_
     assert!(ccm.is_running(), "{}", ccm.logs());
     assert!(ccm.logs().contains("route controller started"), "{}", ccm.logs());
     // Upstream's route_controller_route_sync_total (1.37): the creation and the deletion were
-    // reconciles a node change brought that changed routes; none failed.
-    let changed =
-        scrape(&metrics, r#"route_controller_route_sync_total{outcome="changed",trigger="node_change"}"#).await;
-    assert!(changed.is_some_and(|v| v >= 2.0), "{changed:?}");
+    // reconciles a node change brought that changed routes; none failed. A reconcile is counted
+    // once it ended, a moment after its last route change is visible: poll.
+    let changed = r#"route_controller_route_sync_total{outcome="changed",trigger="node_change"}"#;
+    wait_until(REACT, "two counted reconciles that changed routes", async || {
+        scrape(&metrics, changed).await.is_some_and(|v| v >= 2.0)
+    })
+    .await
+    .expect("counted");
     for trigger in ["node_change", "periodic"] {
         let series = format!(r#"route_controller_route_sync_total{{outcome="error",trigger="{trigger}"}}"#);
         assert_eq!(scrape(&metrics, &series).await, None, "{series}");
@@ -126,8 +130,12 @@ async fn the_periodic_mode_counts_periodic_reconciles() {
     wait_routes(&h, net, &[("10.244.1.0/24", "10.0.0.5")], "routed in the periodic mode").await;
     let series =
         |outcome: &str| format!(r#"route_controller_route_sync_total{{outcome="{outcome}",trigger="periodic"}}"#);
-    let changed = scrape(&metrics, &series("changed")).await;
-    assert!(changed.is_some_and(|v| v >= 1.0), "{changed:?}");
+    // Counted once the reconcile ended, a moment after the route is visible: poll.
+    wait_until(REACT, "a counted periodic reconcile that changed routes", async || {
+        scrape(&metrics, &series("changed")).await.is_some_and(|v| v >= 1.0)
+    })
+    .await
+    .expect("counted");
     wait_until(REACT, "a periodic reconcile that changes nothing", async || {
         scrape(&metrics, &series("noop")).await.is_some_and(|v| v >= 1.0)
     })

@@ -20,9 +20,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use sync_lock::Unpoison as _;
 
-use super::ReconcileMode;
-use super::exec::ExecutionReport;
-
 /// Why a reconcile ran (upstream's work-queue keys `node_change` and `periodic`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SyncTrigger {
@@ -64,9 +61,10 @@ pub enum SyncOutcome {
 }
 
 impl SyncOutcome {
-    /// The outcome of a reconcile that carried out its plan with `report`.
-    pub fn of(report: &ExecutionReport) -> SyncOutcome {
-        if report.created + report.deleted > 0 { SyncOutcome::Changed } else { SyncOutcome::Noop }
+    /// The outcome of a reconcile that created `created` and deleted `deleted` routes (upstream
+    /// `recordRouteSync`: changed if any succeeded, even when other operations failed).
+    pub fn of(created: usize, deleted: usize) -> SyncOutcome {
+        if created + deleted > 0 { SyncOutcome::Changed } else { SyncOutcome::Noop }
     }
 
     /// The label value.
@@ -127,14 +125,12 @@ impl PendingTrigger {
         *pending = Some(pending.map_or(trigger, |p| p.merge(trigger)));
     }
 
-    /// The trigger of the reconcile starting now in `mode`: every reconcile of the periodic
-    /// mode is `periodic`; in watch mode, what was noted, else (the safety resync) `periodic`.
-    pub(crate) fn take(&self, mode: ReconcileMode) -> SyncTrigger {
+    /// The trigger of the reconcile starting now: every reconcile of the periodic mode
+    /// (`watch` false) is `periodic`; in watch mode, what was noted, else (the safety resync)
+    /// `periodic`.
+    pub(crate) fn take(&self, watch: bool) -> SyncTrigger {
         let noted = self.0.lock_unpoisoned().take();
-        match mode {
-            ReconcileMode::Periodic { .. } => SyncTrigger::Periodic,
-            ReconcileMode::Watch { .. } => noted.unwrap_or(SyncTrigger::Periodic),
-        }
+        if watch { noted.unwrap_or(SyncTrigger::Periodic) } else { SyncTrigger::Periodic }
     }
 }
 
@@ -142,10 +138,9 @@ impl PendingTrigger {
 mod tests {
     use super::*;
     use prometheus_client::encoding::text::encode;
-    use std::time::Duration;
 
-    const WATCH: ReconcileMode = ReconcileMode::Watch { resync: Duration::from_secs(240) };
-    const PERIODIC: ReconcileMode = ReconcileMode::Periodic { period: Duration::from_secs(10) };
+    const WATCH: bool = true;
+    const PERIODIC: bool = false;
 
     #[test]
     fn name_labels_and_values_match_upstream() {
@@ -172,17 +167,9 @@ mod tests {
     /// other operations failed; noop otherwise.
     #[test]
     fn the_outcome_counts_successful_operations_only() {
-        let report = |created, deleted, create_failures| ExecutionReport {
-            created,
-            deleted,
-            create_failures,
-            ..ExecutionReport::default()
-        };
-        assert_eq!(SyncOutcome::of(&report(0, 0, 0)), SyncOutcome::Noop);
-        assert_eq!(SyncOutcome::of(&report(1, 0, 0)), SyncOutcome::Changed);
-        assert_eq!(SyncOutcome::of(&report(0, 2, 0)), SyncOutcome::Changed);
-        assert_eq!(SyncOutcome::of(&report(1, 0, 3)), SyncOutcome::Changed);
-        assert_eq!(SyncOutcome::of(&report(0, 0, 3)), SyncOutcome::Noop);
+        assert_eq!(SyncOutcome::of(0, 0), SyncOutcome::Noop);
+        assert_eq!(SyncOutcome::of(1, 0), SyncOutcome::Changed);
+        assert_eq!(SyncOutcome::of(0, 2), SyncOutcome::Changed);
     }
 
     #[test]

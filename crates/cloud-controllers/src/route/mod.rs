@@ -274,7 +274,7 @@ impl<R: Routes> RouteReconciler<R> {
     /// Upstream `reconcileNodeRoutes` and `recordRouteSync`: one reconcile, counted. A failed
     /// reconcile's retry keeps its trigger.
     async fn reconcile_routes(&self) -> Result<Reconciled, RouteError> {
-        let trigger = self.pending.take(self.config.mode);
+        let trigger = self.pending.take(matches!(self.config.mode, ReconcileMode::Watch { .. }));
         let (outcome, result) = match self.routes.list_routes(&self.config.cluster_name).await {
             Err(e) => (SyncOutcome::Error, Err(RouteError::List(e))),
             Ok(routes) => self.reconcile_listed(routes).await,
@@ -307,7 +307,7 @@ impl<R: Routes> RouteReconciler<R> {
         let report =
             execute(&*self.routes, &self.config.cluster_name, &plan, &nodes, self, MAX_CONCURRENT_ROUTE_OPERATIONS)
                 .await;
-        (SyncOutcome::of(&report), reconcile_outcome(self.config.mode, operations, &report))
+        (SyncOutcome::of(report.created, report.deleted), reconcile_outcome(self.config.mode, operations, &report))
     }
 
     /// Writes the node's `NetworkUnavailable` condition if it changes, re-planned from a

@@ -63,6 +63,7 @@ impl State {
     /// Finishes every action that is due at `now`, in id order, then forgets finished
     /// actions older than the retention.
     pub fn settle(&mut self, now: Instant) {
+        self.settled_at = Some(now);
         let due: Vec<u64> =
             self.running.iter().copied().filter(|id| self.actions.get(id).is_some_and(|a| a.due <= now)).collect();
         for id in due {
@@ -270,7 +271,12 @@ impl State {
 
     /// The action as served, if it exists.
     pub fn action(&self, id: u64) -> Option<Action> {
-        self.actions.get(&id).map(render_action)
+        self.actions.get(&id).map(|a| render_action(a, self.render_time()))
+    }
+
+    /// The time actions are rendered at: the last settle's (see `settled_at`), else now.
+    pub(super) fn render_time(&self) -> Instant {
+        self.settled_at.unwrap_or_else(Instant::now)
     }
 
     /// Actions of a resource kind (optionally one resource), sorted by id.
@@ -278,7 +284,7 @@ impl State {
         self.actions
             .values()
             .filter(|a| a.resources.iter().any(|r| r.kind == kind && id.is_none_or(|id| r.id == id)))
-            .map(render_action)
+            .map(|a| render_action(a, self.render_time()))
             .collect()
     }
 }

@@ -67,13 +67,13 @@ pub(crate) enum Effect {
     IssueCertificate { certificate: u64 },
 }
 
-/// The action as served.
-pub(crate) fn render_action(a: &ActionRecord) -> Action {
+/// The action as served at `at`.
+pub(crate) fn render_action(a: &ActionRecord, at: Instant) -> Action {
     Action {
         id: a.id,
         command: a.command.clone(),
         status: a.status,
-        progress: a.progress(Instant::now()),
+        progress: a.progress(at),
         started: rfc3339(a.started),
         finished: a.finished.map(rfc3339),
         resources: a.resources.iter().map(|r| Resource { id: r.id, kind: r.kind.as_str().to_owned() }).collect(),

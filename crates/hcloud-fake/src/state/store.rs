@@ -89,6 +89,10 @@ pub(crate) struct State {
     pub(super) primary_ips: BTreeMap<u64, PrimaryIpRecord>,
     pub actions: BTreeMap<u64, ActionRecord>,
     pub(super) running: BTreeSet<u64>,
+    /// When the state was last settled: the moment the current request got its turn. Actions
+    /// are rendered as of then, so a request's own time (even a stalled one) never shows as
+    /// progress: an action is at 0 % in the answer of the request that started it, as in the API.
+    pub(super) settled_at: Option<Instant>,
     manual_locks: BTreeSet<ResourceRef>,
     pub(super) action_failures: Vec<ActionFailure>,
     pub(super) public_ips: PublicIps,
@@ -116,6 +120,7 @@ impl State {
             primary_ips: BTreeMap::new(),
             actions: BTreeMap::new(),
             running: BTreeSet::new(),
+            settled_at: None,
             manual_locks: BTreeSet::new(),
             action_failures: Vec::new(),
             public_ips: PublicIps::default(),
@@ -160,7 +165,7 @@ impl State {
             networks: self.networks.values().map(|n| self.render_network(n)).collect(),
             load_balancers: self.load_balancers.values().map(|l| self.render_load_balancer(l)).collect(),
             certificates: self.certificates.values().map(|c| self.render_certificate(c)).collect(),
-            actions: self.actions.values().map(render_action).collect(),
+            actions: self.actions.values().map(|a| render_action(a, self.render_time())).collect(),
         }
     }
 

@@ -13,8 +13,8 @@ use tracing::{debug, info};
 use super::{HcloudLoadBalancers, lookup_error};
 use crate::api_error::api_error;
 use crate::load_balancers::annotations::LABEL_SERVICE_UID;
-use crate::load_balancers::ownership::{Deletion, Release, keep_foreign_on_delete, plan_deletion};
 use crate::load_balancers::plan::Plan;
+use crate::load_balancers::release_plan::{Deletion, Release, keep_foreign_on_delete, plan_deletion};
 
 /// The reason of the Normal event on a Service whose Load Balancer is kept for foreign parts.
 const KEPT_FOR_FOREIGN_PARTS: &str = "LoadBalancerKeptForForeignParts";

@@ -36,6 +36,7 @@ pub mod plan;
 pub mod port_spec;
 mod ports;
 mod provider;
+pub mod release_plan;
 pub mod services;
 pub mod spec;
 pub mod status;

@@ -161,7 +161,7 @@ fn adoption_is_decided_on_the_fresh_read_and_writes_its_labels() {
 /// deletes one without; without the option it is always deleted.
 #[test]
 fn deletion_releases_a_load_balancer_with_foreign_parts() {
-    use crate::load_balancers::ownership::{Deletion, keep_foreign_on_delete, plan_deletion};
+    use crate::load_balancers::release_plan::{Deletion, keep_foreign_on_delete, plan_deletion};
 
     let mut lb = with_foreign(&["port-80", "server-1"]);
     lb.labels.insert("team".into(), "payments".into());
