@@ -21,6 +21,15 @@ pub fn default_directives(verbosity: u8, crates: &[&str]) -> String {
     std::iter::once(base.to_owned()).chain(crates.iter().map(|c| format!("{c}={level}"))).collect::<Vec<_>>().join(",")
 }
 
+/// The `tracing` level of a klog verbosity: 0-1 info, 2-4 debug, 5+ trace.
+pub fn level_name(verbosity: u8) -> &'static str {
+    match verbosity {
+        0 | 1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    }
+}
+
 /// Whether plain logs should be coloured: only on a terminal, and never with `NO_COLOR` set
 /// to a non-empty value (<https://no-color.org>).
 pub fn use_color(is_terminal: bool, no_color: Option<&str>) -> bool {
@@ -38,7 +47,8 @@ pub fn init(options: LoggingOptions, crates: &[&str], extra: &[&str]) {
         }),
         _ => EnvFilter::new(&default),
     };
-    for directive in extra {
+    let vmodule = options.vmodule.iter().map(|v| format!("{}={}", v.target, level_name(v.verbosity)));
+    for directive in vmodule.chain(extra.iter().map(|d| (*d).to_owned())) {
         if let Ok(d) = directive.parse() {
             filter = filter.add_directive(d);
         }

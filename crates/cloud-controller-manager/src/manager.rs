@@ -419,6 +419,10 @@ async fn serve(
         cert_file: options.serving.cert_file.clone(),
         key_file: options.serving.key_file.clone(),
         cert_name: SERVING_CERT_NAME.to_owned(),
+        tls: options.serving.tls.clone(),
+        http2: options.serving.http2,
+        http2_max_streams: options.serving.http2_max_streams,
+        reuse_port: options.serving.reuse_port,
     };
     if secure.port != 0 {
         let auth = DelegatingAuth::new(clients.client("auth-delegator")?);

@@ -72,6 +72,7 @@
 //!     cert_file: None,
 //!     key_file: None,
 //!     cert_name: "cloud-controller-manager".to_owned(),
+//!     ..SecureServing::default()
 //! };
 //! let auth = DelegatingAuth::new(client);
 //! let _secure = serve_secure(&secure, health.clone(), metrics.clone(), Some(auth), shutdown.clone()).await?;
@@ -95,6 +96,7 @@ mod metrics;
 mod routes;
 mod server;
 mod tls;
+mod tls_params;
 
 pub use address::parse_listen_address;
 pub use auth::{
@@ -108,7 +110,11 @@ pub use metrics::{EncodeError, MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
 pub use routes::{METRICS_PATH, is_always_allowed};
 pub use rustls::pki_types::CertificateDer;
 pub use server::{
-    Bound, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure, serve_secure_with,
+    Bound, HTTP2_MAX_STREAMS, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure,
+    serve_secure_with,
+};
+pub use tls_params::{
+    GO_CIPHER_SUITES, GO_CURVES, ParsedTlsParams, TLS_VERSION_NAMES, TlsParams, TlsVersion, parse_tls_params,
 };
 
 /// Re-exported so that callers can build metrics without naming the dependency themselves.

@@ -16,6 +16,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
+use crate::tls_params::TlsParams;
 
 /// How long the generated certificates are valid (from one hour before generation, as
 /// upstream does against clock skew).
@@ -35,6 +36,8 @@ pub(crate) fn server_config(
     key_file: Option<&Path>,
     cert_name: &str,
     bind_address: IpAddr,
+    params: &TlsParams,
+    http2: bool,
 ) -> Result<(Arc<ServerConfig>, Vec<CertificateDer<'static>>), ServeError> {
     let (certificate, files) = match (cert_file, key_file) {
         (Some(cert), Some(key)) => (from_files(cert, key)?, Some((cert, key))),
@@ -49,13 +52,14 @@ pub(crate) fn server_config(
         Some((cert, key)) => ServeError::Pair { cert: cert.to_owned(), key: key.to_owned(), reason },
         None => ServeError::SelfSigned(reason),
     };
-    let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| unusable(e.to_string()))?
+    let mut config = ServerConfig::builder_with_provider(params.provider())
+        .with_protocol_versions(&params.versions())
+        .map_err(|e| ServeError::TlsParams(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(certificate.chain, certificate.key)
         .map_err(|e| unusable(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // `--disable-http2-serving`: HTTP/2 is then never chosen by ALPN.
+    config.alpn_protocols = if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
     Ok((Arc::new(config), chain))
 }
 

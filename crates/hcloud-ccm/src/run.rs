@@ -50,7 +50,7 @@ pub fn main(cli: Cli) -> ExitCode {
         }
     };
     let wire_log: &[&str] = if config.debug { &["hcloud_api::wire=debug"] } else { &[] };
-    logging::init(options.logging, LOG_CRATES, wire_log);
+    logging::init(options.logging.clone(), LOG_CRATES, wire_log);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -140,6 +140,7 @@ mod tests {
             cert_file: None,
             key_file: None,
             cert_name: "test".to_owned(),
+            ..SecureServing::default()
         };
         let result =
             serve_secure(&settings, Health::new(), MetricsRegistry::new(), None, CancellationToken::new()).await;
