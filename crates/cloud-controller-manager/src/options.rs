@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use cloud_controllers::{
     NodeControllerConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig,
 };
-use controller_serving::TlsParams;
+use controller_serving::{RequestHeaderSettings, TlsParams};
 use ipnet::IpNet;
 
 use crate::args::VmoduleDirective;
@@ -173,26 +173,9 @@ pub struct AuthOptions {
     /// `--client-ca-file`.
     pub client_ca_file: Option<PathBuf>,
     /// The front proxy's settings, with `--requestheader-client-ca-file`.
-    pub request_header: Option<RequestHeaderOptions>,
+    pub request_header: Option<RequestHeaderSettings>,
     /// Paths served without authentication and authorization.
     pub always_allow_paths: Vec<String>,
-}
-
-/// `--requestheader-*`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestHeaderOptions {
-    /// CA bundle of the front proxy's client certificates.
-    pub ca_file: PathBuf,
-    /// Allowed common names (empty: any).
-    pub allowed_names: Vec<String>,
-    /// Headers with the user name.
-    pub username_headers: Vec<String>,
-    /// Headers with the UID.
-    pub uid_headers: Vec<String>,
-    /// Headers with the groups.
-    pub group_headers: Vec<String>,
-    /// Prefixes of the extra-attribute headers.
-    pub extra_headers_prefix: Vec<String>,
 }
 
 /// Log output format.

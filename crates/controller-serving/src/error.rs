@@ -67,4 +67,14 @@ pub enum ServeError {
     /// leave nothing to negotiate with.
     #[error("the TLS settings (--tls-min-version, --tls-cipher-suites, --tls-curve-preferences) are unusable: {0}")]
     TlsParams(String),
+    /// A client CA bundle (`--client-ca-file`, `--requestheader-client-ca-file`) is unusable.
+    #[error("{flag} {}: {reason}", path.display())]
+    ClientCa {
+        /// The flag naming the file.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

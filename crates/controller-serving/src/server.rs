@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::header::{AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -141,6 +141,7 @@ pub async fn serve_secure_with(
         config.bind_address,
         &config.tls,
         config.http2,
+        authorizer.as_ref().and_then(DelegatingAuth::tls_client_verifier),
     )?;
     let addr = SocketAddr::new(config.bind_address, config.port);
     let listener = bind(addr, SECURE_SETTING, config.reuse_port).await?;
@@ -317,7 +318,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, sh
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = server.tls.clone() else {
         let io = WriteTimeout::new(stream, server.timeouts.write);
-        return serve_http(server, io, Protocol::Http1, peer, shutdown).await;
+        return serve_http(server, io, Protocol::Http1, peer, None, shutdown).await;
     };
     let handshake = tokio::time::timeout(server.timeouts.tls_handshake, acceptor.accept(stream));
     let stream = tokio::select! {
@@ -330,8 +331,9 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, sh
             // sniffed from the client's first bytes.
             let protocol =
                 if stream.get_ref().1.alpn_protocol() == Some(b"h2") { Protocol::Http2 } else { Protocol::Http1 };
+            let certificates = stream.get_ref().1.peer_certificates().map(|c| Arc::new(c.to_vec()));
             let io = WriteTimeout::new(stream, server.timeouts.write);
-            serve_http(server, io, protocol, peer, shutdown).await;
+            serve_http(server, io, protocol, peer, certificates, shutdown).await;
         }
         Ok(Err(error)) => tracing::debug!(listener = server.name, %peer, "TLS handshake failed: {error}"),
         Err(_) => tracing::debug!(listener = server.name, %peer, "TLS handshake timed out"),
@@ -355,8 +357,17 @@ async fn gone(stream: &TcpStream) {
     }
 }
 
-async fn serve_http<IO>(server: Arc<Server>, io: IO, protocol: Protocol, peer: SocketAddr, shutdown: CancellationToken)
-where
+/// The client certificate chain of a TLS connection, leaf first.
+type PeerCertificates = Option<Arc<Vec<CertificateDer<'static>>>>;
+
+async fn serve_http<IO>(
+    server: Arc<Server>,
+    io: IO,
+    protocol: Protocol,
+    peer: SocketAddr,
+    certificates: PeerCertificates,
+    shutdown: CancellationToken,
+) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let timeouts = server.timeouts;
@@ -379,7 +390,7 @@ where
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |request| {
         let busy = requests.begin();
-        let answer = handle(Arc::clone(&server), peer, request);
+        let answer = handle(Arc::clone(&server), peer, certificates.clone(), request);
         async move {
             let response = answer.await;
             drop(busy);
@@ -416,13 +427,19 @@ where
 async fn handle(
     server: Arc<Server>,
     peer: SocketAddr,
+    certificates: PeerCertificates,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut user = None;
-    let response = match tokio::time::timeout(server.timeouts.handler, respond(&server, request, &mut user)).await {
+    let response = match tokio::time::timeout(
+        server.timeouts.handler,
+        respond(&server, request, certificates.as_deref(), &mut user),
+    )
+    .await
+    {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(listener = server.name, %method, %path, "no response within {:?}", server.timeouts.handler);
@@ -443,14 +460,20 @@ async fn handle(
 }
 
 /// Authenticate and authorize (secure listener, protected paths), then answer from the routes.
-async fn respond(server: &Server, request: Request<Incoming>, user: &mut Option<String>) -> Response<Body> {
+async fn respond(
+    server: &Server,
+    request: Request<Incoming>,
+    certificates: Option<&Vec<CertificateDer<'static>>>,
+    user: &mut Option<String>,
+) -> Response<Body> {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().map(str::to_owned);
     if let Some(authorizer) = &server.authorizer
-        && !routes::is_always_allowed(&path)
+        && !authorizer.is_always_allowed(&path)
     {
-        let decision = authorizer.authorize(request.headers().get(AUTHORIZATION), &verb_for(&method), &path).await;
+        let certificates = certificates.map(Vec::as_slice);
+        let decision = authorizer.authorize_request(request.headers(), certificates, &verb_for(&method), &path).await;
         *user = decision.user().map(str::to_owned);
         if !matches!(decision, Decision::Allowed { .. }) {
             let mut response = routes::text(decision.status(), decision.body());

@@ -14,6 +14,7 @@ use rcgen::{
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::danger::ClientCertVerifier;
 
 use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 use crate::tls_params::TlsParams;
@@ -38,6 +39,7 @@ pub(crate) fn server_config(
     bind_address: IpAddr,
     params: &TlsParams,
     http2: bool,
+    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
 ) -> Result<(Arc<ServerConfig>, Vec<CertificateDer<'static>>), ServeError> {
     let (certificate, files) = match (cert_file, key_file) {
         (Some(cert), Some(key)) => (from_files(cert, key)?, Some((cert, key))),
@@ -52,12 +54,15 @@ pub(crate) fn server_config(
         Some((cert, key)) => ServeError::Pair { cert: cert.to_owned(), key: key.to_owned(), reason },
         None => ServeError::SelfSigned(reason),
     };
-    let mut config = ServerConfig::builder_with_provider(params.provider())
+    let builder = ServerConfig::builder_with_provider(params.provider())
         .with_protocol_versions(&params.versions())
-        .map_err(|e| ServeError::TlsParams(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certificate.chain, certificate.key)
-        .map_err(|e| unusable(e.to_string()))?;
+        .map_err(|e| ServeError::TlsParams(e.to_string()))?;
+    let builder = match client_verifier {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config =
+        builder.with_single_cert(certificate.chain, certificate.key).map_err(|e| unusable(e.to_string()))?;
     // `--disable-http2-serving`: HTTP/2 is then never chosen by ALPN.
     config.alpn_protocols = if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
     Ok((Arc::new(config), chain))

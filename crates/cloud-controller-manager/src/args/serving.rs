@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args};
-use controller_serving::{HTTP2_MAX_STREAMS, parse_tls_params};
+use controller_serving::{HTTP2_MAX_STREAMS, RequestHeaderSettings, parse_tls_params};
 
 use super::{go_bool, go_duration};
-use crate::options::{AuthOptions, RequestHeaderOptions};
+use crate::options::AuthOptions;
 
 /// TLS, HTTP/2 and socket flags of the secure port.
 #[derive(Debug, Clone, Args)]
@@ -175,7 +175,7 @@ impl AuthArgs {
                 errors.push(format!("--authorization-always-allow-paths: {path:?}: only a trailing * is allowed"));
             }
         }
-        let request_header = self.requestheader_client_ca_file.clone().map(|ca_file| RequestHeaderOptions {
+        let request_header = self.requestheader_client_ca_file.clone().map(|ca_file| RequestHeaderSettings {
             ca_file,
             allowed_names: non_empty(&self.requestheader_allowed_names),
             username_headers: non_empty(&self.requestheader_username_headers),
