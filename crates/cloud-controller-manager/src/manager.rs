@@ -445,6 +445,7 @@ async fn serve(
         http2: options.serving.http2,
         http2_max_streams: options.serving.http2_max_streams,
         reuse_port: options.serving.reuse_port,
+        sni_certificates: options.serving.sni_certificates.clone(),
     };
     if secure.port != 0 {
         let auth = delegating_auth(&options.auth, clients).await?;

@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use cloud_controllers::{
     NodeControllerConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig,
 };
-use controller_serving::{RequestHeaderSettings, TlsParams};
+use controller_serving::{RequestHeaderSettings, SniCertKey, TlsParams};
 use ipnet::IpNet;
 
 use crate::args::VmoduleDirective;
@@ -139,6 +139,8 @@ pub struct SecureServingOptions {
     pub http2_max_streams: u32,
     /// `--permit-port-sharing`: SO_REUSEPORT.
     pub reuse_port: bool,
+    /// `--tls-sni-cert-key`.
+    pub sni_certificates: Vec<SniCertKey>,
 }
 
 /// `--log-format` (or `--logging-format`), `-v`, `--vmodule`.

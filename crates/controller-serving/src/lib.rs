@@ -100,6 +100,7 @@ mod limits;
 mod metrics;
 mod routes;
 mod server;
+mod sni;
 mod tls;
 mod tls_params;
 
@@ -118,6 +119,7 @@ pub use server::{
     Bound, HTTP2_MAX_STREAMS, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure,
     serve_secure_with,
 };
+pub use sni::SniCertKey;
 pub use tls_params::{
     GO_CIPHER_SUITES, GO_CURVES, ParsedTlsParams, TLS_VERSION_NAMES, TlsParams, TlsVersion, parse_tls_params,
 };

@@ -28,6 +28,7 @@ use crate::io_timeout::WriteTimeout;
 use crate::limits::{Activity, Admission, Limits, Timeouts};
 use crate::metrics::MetricsRegistry;
 use crate::routes::{self, Body};
+use crate::sni::SniCertKey;
 use crate::tls;
 use crate::tls_params::TlsParams;
 
@@ -66,6 +67,8 @@ pub struct SecureServing {
     pub http2_max_streams: u32,
     /// `SO_REUSEPORT` on the listening socket (`--permit-port-sharing`).
     pub reuse_port: bool,
+    /// Further certificates chosen by SNI (`--tls-sni-cert-key`).
+    pub sni_certificates: Vec<SniCertKey>,
 }
 
 impl Default for SecureServing {
@@ -81,6 +84,7 @@ impl Default for SecureServing {
             http2: true,
             http2_max_streams: 0,
             reuse_port: false,
+            sni_certificates: Vec::new(),
         }
     }
 }
@@ -134,15 +138,8 @@ pub async fn serve_secure_with(
         tracing::info!("secure serving is off (--secure-port=0)");
         return Ok(None);
     }
-    let (tls_config, certificate_chain) = tls::server_config(
-        config.cert_file.as_deref(),
-        config.key_file.as_deref(),
-        &config.cert_name,
-        config.bind_address,
-        &config.tls,
-        config.http2,
-        authorizer.as_ref().and_then(DelegatingAuth::tls_client_verifier),
-    )?;
+    let (tls_config, certificate_chain) =
+        tls::server_config(config, authorizer.as_ref().and_then(DelegatingAuth::tls_client_verifier))?;
     let addr = SocketAddr::new(config.bind_address, config.port);
     let listener = bind(addr, SECURE_SETTING, config.reuse_port).await?;
     let local_addr = local_addr(&listener, addr, SECURE_SETTING)?;

@@ -137,3 +137,94 @@ async fn port_sharing_lets_two_servers_listen_on_one_port() {
     assert!(serve(exclusive).await.is_err(), "without --permit-port-sharing the port is taken");
     shutdown.cancel();
 }
+
+/// Accepts any server certificate: the test only looks at which one was presented.
+#[derive(Debug)]
+struct AnyServer;
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        default_provider().signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The leaf certificate presented to a client asking for `name` (`None`: no SNI, by IP).
+async fn presented(addr: SocketAddr, name: &str) -> CertificateDer<'static> {
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyServer))
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let server_name = ServerName::try_from(name.to_owned()).unwrap();
+    let stream = connector.connect(server_name, tcp).await.expect("a handshake");
+    stream.get_ref().1.peer_certificates().and_then(|c| c.first()).cloned().expect("a certificate")
+}
+
+/// A self-signed certificate for `names` written to `dir`; returns its DER and the files.
+fn certificate(dir: &tempfile::TempDir, file: &str, names: &[&str]) -> (CertificateDer<'static>, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (cert_path, key_path) = (dir.path().join(format!("{file}.crt")), dir.path().join(format!("{file}.key")));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    (cert.der().clone(), format!("{},{}", cert_path.display(), key_path.display()))
+}
+
+#[tokio::test]
+async fn sni_certificates_are_chosen_by_the_requested_name() {
+    init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, a_files) = certificate(&dir, "a", &["a.example"]);
+    let (b, b_files) = certificate(&dir, "b", &["b.example"]);
+    let flags = [a_files, format!("{b_files}:*.wild.example,explicit.example")];
+    let sni = flags.iter().map(|f| controller_serving::SniCertKey::parse(f).unwrap()).collect();
+    let shutdown = CancellationToken::new();
+    let settings = SecureServing { sni_certificates: sni, ..loopback_settings(free_port()) };
+    let bound = serve_secure(&settings, Health::new(), MetricsRegistry::new(), None, shutdown.clone())
+        .await
+        .expect("starting")
+        .expect("a port");
+    let default = bound.certificate_chain.first().cloned().unwrap();
+    let addr = bound.local_addr;
+    assert_eq!(presented(addr, "a.example").await, a, "a name from the certificate");
+    assert_eq!(presented(addr, "x.wild.example").await, b, "a wildcard pattern");
+    assert_eq!(presented(addr, "explicit.example").await, b, "an explicit pattern");
+    // Explicit names replace the certificate's own: b.example is not served by b.
+    assert_eq!(presented(addr, "b.example").await, default);
+    assert_eq!(presented(addr, "x.y.wild.example").await, default, "a wildcard covers one label");
+    assert_eq!(presented(addr, "localhost").await, default);
+    shutdown.cancel();
+}

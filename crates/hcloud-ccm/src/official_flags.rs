@@ -29,7 +29,6 @@ const NO_EFFECT: &[&str] = &[
     "webhook-tls-sni-cert-key",
     "log-text-info-buffer-size",
     "log-text-split-stream",
-    "tls-sni-cert-key",
     "cidr-allocator-type",
 ];
 

@@ -367,6 +367,7 @@ impl ManagerArgs {
                 http2: serving.http2,
                 http2_max_streams: serving.http2_max_streams,
                 reuse_port: self.serving.permit_port_sharing,
+                sni_certificates: serving.sni_certificates,
             },
             cluster_name: self.cluster_name.clone(),
             routes,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args};
-use controller_serving::{HTTP2_MAX_STREAMS, RequestHeaderSettings, parse_tls_params};
+use controller_serving::{HTTP2_MAX_STREAMS, RequestHeaderSettings, SniCertKey, parse_tls_params};
 
 use super::{go_bool, go_duration};
 use crate::options::AuthOptions;
@@ -126,6 +126,7 @@ pub(crate) struct ServingSettings {
     pub(crate) tls: controller_serving::TlsParams,
     pub(crate) http2: bool,
     pub(crate) http2_max_streams: u32,
+    pub(crate) sni_certificates: Vec<SniCertKey>,
 }
 
 impl ServingArgs {
@@ -152,10 +153,12 @@ impl ServingArgs {
                 HTTP2_MAX_STREAMS
             }
         };
-        if !self.tls_sni_cert_key.is_empty() {
-            warnings.push("--tls-sni-cert-key is not implemented yet: every client gets --tls-cert-file".to_owned());
-        }
-        ServingSettings { tls, http2: !self.disable_http2_serving, http2_max_streams }
+        let sni_certificates = self
+            .tls_sni_cert_key
+            .iter()
+            .filter_map(|v| SniCertKey::parse(v).map_err(|e| errors.push(e)).ok())
+            .collect();
+        ServingSettings { tls, http2: !self.disable_http2_serving, http2_max_streams, sni_certificates }
     }
 }
 
