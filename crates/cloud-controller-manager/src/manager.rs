@@ -17,9 +17,7 @@ use std::time::Duration;
 use cloud_provider::Cloud;
 use controller_runtime::events::queue::DEFAULT_QUEUE_CAPACITY;
 use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics};
-use controller_serving::{
-    AuthSettings, Bound, ClientCertSettings, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing,
-};
+use controller_serving::{Bound, Health, MetricsRegistry, Probe, SecureServing};
 use leader_election::{LeaderElector, Leadership};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -32,7 +30,7 @@ pub use crate::error::ManagerError;
 use crate::fence::Fence;
 use crate::kube_client::connection_config;
 use crate::metrics::ManagerMetrics;
-use crate::options::{AuthOptions, Options};
+use crate::options::Options;
 use crate::provider_events::{RecorderSink, Resyncs};
 use crate::supervise::{Supervised, informers_synced, supervise};
 
@@ -404,26 +402,6 @@ fn running(metrics: &ManagerMetrics, program: &'static str, name: &'static str) 
     move || metrics.set_running(program, name, false)
 }
 
-/// The secure port's authenticator and authorizer, from `--authentication-*`,
-/// `--authorization-*`, `--client-ca-file` and `--requestheader-*`.
-async fn delegating_auth(auth: &AuthOptions, clients: &ClientFactory) -> Result<DelegatingAuth, ManagerError> {
-    let user = "auth-delegator";
-    let authentication = clients
-        .delegation_client("--authentication-kubeconfig", auth.authentication_kubeconfig.as_deref(), user)
-        .await?;
-    let authorization =
-        clients.delegation_client("--authorization-kubeconfig", auth.authorization_kubeconfig.as_deref(), user).await?;
-    let request_header = auth.request_header.clone();
-    let settings = AuthSettings {
-        token_cache_ttl: auth.token_cache_ttl,
-        authorized_cache_ttl: auth.authorized_cache_ttl,
-        unauthorized_cache_ttl: auth.unauthorized_cache_ttl,
-        always_allow_paths: auth.always_allow_paths.clone(),
-        client_certificates: ClientCertSettings { client_ca_file: auth.client_ca_file.clone(), request_header },
-    };
-    Ok(DelegatingAuth::with_settings(authentication, authorization, settings)?)
-}
-
 /// Starts the secure port (unless `--secure-port=0`) and the plain listener, if any. Both
 /// serve until `shutdown`.
 async fn serve(
@@ -448,7 +426,7 @@ async fn serve(
         sni_certificates: options.serving.sni_certificates.clone(),
     };
     if secure.port != 0 {
-        let auth = delegating_auth(&options.auth, clients).await?;
+        let auth = crate::delegation::delegating_auth(&options.auth, clients).await?;
         if let Some(b) =
             controller_serving::serve_secure(&secure, health.clone(), registry.clone(), Some(auth), shutdown.clone())
                 .await?

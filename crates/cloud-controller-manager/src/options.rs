@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use cloud_controllers::{
     NodeControllerConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig,
 };
-use controller_serving::{RequestHeaderSettings, SniCertKey, TlsParams};
+use controller_serving::{CaBundle, RequestHeaderSettings, SniCertKey, TlsParams};
 use ipnet::IpNet;
 
 use crate::args::VmoduleDirective;
@@ -173,7 +173,7 @@ pub struct AuthOptions {
     /// How long a denying SubjectAccessReview is cached.
     pub unauthorized_cache_ttl: Duration,
     /// `--client-ca-file`.
-    pub client_ca_file: Option<PathBuf>,
+    pub client_ca: Option<CaBundle>,
     /// The front proxy's settings, with `--requestheader-client-ca-file`.
     pub request_header: Option<RequestHeaderSettings>,
     /// Paths served without authentication and authorization.

@@ -68,12 +68,12 @@ pub enum ServeError {
     #[error("the TLS settings (--tls-min-version, --tls-cipher-suites, --tls-curve-preferences) are unusable: {0}")]
     TlsParams(String),
     /// A client CA bundle (`--client-ca-file`, `--requestheader-client-ca-file`) is unusable.
-    #[error("{flag} {}: {reason}", path.display())]
+    #[error("{flag} {origin}: {reason}")]
     ClientCa {
         /// The flag naming the file.
         flag: &'static str,
-        /// The file.
-        path: PathBuf,
+        /// The file, or where the PEM text came from.
+        origin: String,
         /// What is wrong with it.
         reason: String,
     },

@@ -106,8 +106,9 @@ mod tls_params;
 
 pub use address::parse_listen_address;
 pub use auth::{
-    ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, ClientCertSettings, DEFAULT_ALWAYS_ALLOW_PATHS,
-    DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT, RequestHeaderSettings, WARNING_INTERVAL, path_matches,
+    ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
+    DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT, RequestHeaderSettings,
+    WARNING_INTERVAL, path_matches,
 };
 pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};

@@ -101,7 +101,10 @@ async fn a_client_certificate_signed_by_the_client_ca_reaches_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new("client-ca");
     let settings = AuthSettings {
-        client_certificates: ClientCertSettings { client_ca_file: Some(ca.file(&dir, "ca.pem")), request_header: None },
+        client_certificates: ClientCertSettings {
+            client_ca: Some(ca.file(&dir, "ca.pem").into()),
+            request_header: None,
+        },
         ..AuthSettings::default()
     };
     let client_of_ccm = control_plane.ccm_client().await.unwrap();
@@ -131,7 +134,7 @@ async fn a_client_certificate_signed_by_the_client_ca_reaches_metrics() {
 
 fn front_proxy(ca_file: PathBuf, allowed_names: &[&str]) -> RequestHeaderSettings {
     RequestHeaderSettings {
-        ca_file,
+        ca: ca_file.into(),
         allowed_names: allowed_names.iter().map(|n| (*n).to_owned()).collect(),
         username_headers: vec!["X-Remote-User".to_owned()],
         uid_headers: Vec::new(),
@@ -148,7 +151,7 @@ async fn a_front_proxy_request_authenticates_through_the_request_headers() {
     let ca_file = proxy_ca.file(&dir, "front-proxy-ca.pem");
     let settings = AuthSettings {
         client_certificates: ClientCertSettings {
-            client_ca_file: None,
+            client_ca: None,
             request_header: Some(front_proxy(ca_file.clone(), &["front-proxy-client"])),
         },
         ..AuthSettings::default()
@@ -177,10 +180,7 @@ async fn a_front_proxy_request_authenticates_through_the_request_headers() {
 
     // Empty --requestheader-allowed-names: any certificate of the CA.
     let settings = AuthSettings {
-        client_certificates: ClientCertSettings {
-            client_ca_file: None,
-            request_header: Some(front_proxy(ca_file, &[])),
-        },
+        client_certificates: ClientCertSettings { client_ca: None, request_header: Some(front_proxy(ca_file, &[])) },
         ..AuthSettings::default()
     };
     let auth = DelegatingAuth::with_settings(client_of_ccm.clone(), client_of_ccm, settings).unwrap();

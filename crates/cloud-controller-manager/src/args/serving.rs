@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args};
-use controller_serving::{HTTP2_MAX_STREAMS, RequestHeaderSettings, SniCertKey, parse_tls_params};
+use controller_serving::{CaBundle, HTTP2_MAX_STREAMS, RequestHeaderSettings, SniCertKey, parse_tls_params};
 
 use super::{go_bool, go_duration};
 use crate::options::AuthOptions;
@@ -69,8 +69,10 @@ pub struct AuthArgs {
     #[arg(long, default_value = "10s", value_parser = go_duration)]
     pub authentication_token_webhook_cache_ttl: Duration,
 
-    /// Start even if the lookup in kube-system/extension-apiserver-authentication fails.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = go_bool)]
+    /// Start even if the lookup in kube-system/extension-apiserver-authentication fails (a
+    /// warning says so). Default true here (upstream: false): the least-privilege RBAC does not
+    /// grant reading that ConfigMap.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
     pub authentication_tolerate_lookup_failure: bool,
 
     /// CA bundle (PEM): a client certificate it signed authenticates as its CommonName, with
@@ -179,7 +181,7 @@ impl AuthArgs {
             }
         }
         let request_header = self.requestheader_client_ca_file.clone().map(|ca_file| RequestHeaderSettings {
-            ca_file,
+            ca: ca_file.into(),
             allowed_names: non_empty(&self.requestheader_allowed_names),
             username_headers: non_empty(&self.requestheader_username_headers),
             uid_headers: non_empty(&self.requestheader_uid_headers),
@@ -199,7 +201,7 @@ impl AuthArgs {
             token_cache_ttl: self.authentication_token_webhook_cache_ttl,
             authorized_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
             unauthorized_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
-            client_ca_file: self.client_ca_file.clone(),
+            client_ca: self.client_ca_file.clone().map(CaBundle::File),
             request_header,
             always_allow_paths: non_empty(&self.authorization_always_allow_paths),
         }

@@ -7,7 +7,7 @@
 //! token, as upstream's union authenticator does.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use http::HeaderMap;
@@ -28,11 +28,40 @@ use crate::error::ServeError;
 const COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
 const ORGANIZATION: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.10");
 
+/// A CA bundle (PEM): a file, or text read elsewhere (e.g. from a ConfigMap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaBundle {
+    /// A PEM file.
+    File(PathBuf),
+    /// PEM text, and where it came from (for error messages).
+    Pem {
+        /// E.g. `configmap kube-system/extension-apiserver-authentication, key client-ca-file`.
+        origin: String,
+        /// The certificates.
+        pem: String,
+    },
+}
+
+impl From<PathBuf> for CaBundle {
+    fn from(path: PathBuf) -> Self {
+        CaBundle::File(path)
+    }
+}
+
+impl fmt::Display for CaBundle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaBundle::File(path) => write!(f, "{}", path.display()),
+            CaBundle::Pem { origin, .. } => f.write_str(origin),
+        }
+    }
+}
+
 /// The front proxy's settings (upstream's `--requestheader-*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHeaderSettings {
-    /// CA bundle (PEM) of the proxy's client certificates.
-    pub ca_file: PathBuf,
+    /// CA bundle of the proxy's client certificates.
+    pub ca: CaBundle,
     /// Common names allowed to assert users (empty: any certificate the CA signed).
     pub allowed_names: Vec<String>,
     /// Headers with the user name; the first non-empty one wins.
@@ -50,7 +79,7 @@ pub struct RequestHeaderSettings {
 pub struct ClientCertSettings {
     /// `--client-ca-file`: a certificate it signed authenticates as its CommonName, with its
     /// Organizations as groups.
-    pub client_ca_file: Option<PathBuf>,
+    pub client_ca: Option<CaBundle>,
     /// `--requestheader-client-ca-file` and the other `--requestheader-*` flags.
     pub request_header: Option<RequestHeaderSettings>,
 }
@@ -74,9 +103,12 @@ impl fmt::Debug for ClientCertAuth {
 }
 
 /// Reads a CA bundle into a root store.
-fn roots(path: &Path, flag: &'static str) -> Result<RootCertStore, ServeError> {
-    let error = |reason: String| ServeError::ClientCa { flag, path: path.to_owned(), reason };
-    let pem = std::fs::read(path).map_err(|e| error(format!("cannot read it: {e}")))?;
+fn roots(bundle: &CaBundle, flag: &'static str) -> Result<RootCertStore, ServeError> {
+    let error = |reason: String| ServeError::ClientCa { flag, origin: bundle.to_string(), reason };
+    let pem = match bundle {
+        CaBundle::File(path) => std::fs::read(path).map_err(|e| error(format!("cannot read it: {e}")))?,
+        CaBundle::Pem { pem, .. } => pem.as_bytes().to_vec(),
+    };
     let certificates = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| error(format!("not a valid PEM file: {e}")))?;
@@ -88,12 +120,16 @@ fn roots(path: &Path, flag: &'static str) -> Result<RootCertStore, ServeError> {
     Ok(store)
 }
 
-fn verifier(store: RootCertStore, flag: &'static str, path: &Path) -> Result<Arc<dyn ClientCertVerifier>, ServeError> {
+fn verifier(
+    store: RootCertStore,
+    flag: &'static str,
+    origin: String,
+) -> Result<Arc<dyn ClientCertVerifier>, ServeError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     WebPkiClientVerifier::builder_with_provider(Arc::new(store), provider)
         .allow_unauthenticated()
         .build()
-        .map_err(|e| ServeError::ClientCa { flag, path: path.to_owned(), reason: e.to_string() })
+        .map_err(|e| ServeError::ClientCa { flag, origin, reason: e.to_string() })
 }
 
 impl ClientCertAuth {
@@ -101,21 +137,22 @@ impl ClientCertAuth {
     pub(crate) fn load(settings: &ClientCertSettings) -> Result<Option<Self>, ServeError> {
         let mut all = RootCertStore::empty();
         let mut client_ca = None;
-        if let Some(path) = &settings.client_ca_file {
-            let store = roots(path, "--client-ca-file")?;
+        if let Some(bundle) = &settings.client_ca {
+            let store = roots(bundle, "--client-ca-file")?;
             all.extend(store.roots.iter().cloned());
-            client_ca = Some(verifier(store, "--client-ca-file", path)?);
+            client_ca = Some(verifier(store, "--client-ca-file", bundle.to_string())?);
         }
         let mut request_header = None;
         if let Some(rh) = &settings.request_header {
-            let store = roots(&rh.ca_file, "--requestheader-client-ca-file")?;
+            let flag = "--requestheader-client-ca-file";
+            let store = roots(&rh.ca, flag)?;
             all.extend(store.roots.iter().cloned());
-            request_header = Some((verifier(store, "--requestheader-client-ca-file", &rh.ca_file)?, rh.clone()));
+            request_header = Some((verifier(store, flag, rh.ca.to_string())?, rh.clone()));
         }
         if client_ca.is_none() && request_header.is_none() {
             return Ok(None);
         }
-        let hints = verifier(all, "--client-ca-file", Path::new(""))?;
+        let hints = verifier(all, "--client-ca-file", "the client CAs".to_owned())?;
         Ok(Some(ClientCertAuth { client_ca, request_header, tls: Arc::new(AnyClientCert { inner: hints }) }))
     }
 
@@ -273,7 +310,7 @@ mod tests {
 
     fn settings() -> RequestHeaderSettings {
         RequestHeaderSettings {
-            ca_file: PathBuf::new(),
+            ca: CaBundle::File(PathBuf::new()),
             allowed_names: Vec::new(),
             username_headers: vec!["x-remote-user".to_owned()],
             uid_headers: vec!["x-remote-uid".to_owned()],

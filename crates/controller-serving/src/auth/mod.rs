@@ -32,7 +32,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 
 pub(crate) use client_cert::ClientCertAuth;
-pub use client_cert::{ClientCertSettings, RequestHeaderSettings};
+pub use client_cert::{CaBundle, ClientCertSettings, RequestHeaderSettings};
 pub(crate) use decision::verb_for;
 pub use decision::{ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, Decision};
 use decision::{CacheKey, DecisionCache, WarnLimiter};
