@@ -100,6 +100,7 @@ fn plausible_value(flag: &OfficialFlag) -> String {
         "secure-port" => Some("10300"),
         "controller-start-interval" => Some("1s"),
         "min-resync-period" | "node-status-update-frequency" => Some("1m"),
+        "version" => Some("false"),
         "leader-elect-renew-deadline" => Some("8s"),
         "leader-elect-retry-period" => Some("1s"),
         _ => None,
@@ -130,7 +131,7 @@ fn official_flags() -> Vec<OfficialFlag> {
     let help = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
     let flags = parse_help(&help);
     assert!(flags.len() >= 75, "too few flags read from {}: {flags:?}", binary.display());
-    flags.into_iter().filter(|f| !matches!(f.name.as_str(), "help" | "version")).collect()
+    flags.into_iter().filter(|f| f.name != "help").collect()
 }
 
 const BASE: [&str; 3] = ["hcloud-ccm", "--cloud-provider=hcloud", "--allow-untagged-cloud"];
