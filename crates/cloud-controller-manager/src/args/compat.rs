@@ -195,12 +195,12 @@ mod tests {
     #[test]
     fn vmodule_keeps_module_paths_and_warns_about_go_globs() {
         let (directives, warnings) =
-            parse_vmodule("cloud_controllers::route=4,hcloud_*=2,controller*.go=3").unwrap_or_default();
+            parse_vmodule("cloud_controllers::route=4,some_provider*=2,controller*.go=3").unwrap_or_default();
         assert_eq!(
             directives,
             vec![
                 VmoduleDirective { target: "cloud_controllers::route".to_owned(), verbosity: 4 },
-                VmoduleDirective { target: "hcloud_".to_owned(), verbosity: 2 },
+                VmoduleDirective { target: "some_provider".to_owned(), verbosity: 2 },
             ]
         );
         assert_eq!(warnings.len(), 1);
