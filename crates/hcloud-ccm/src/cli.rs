@@ -128,6 +128,14 @@ mod tests {
     }
 
     #[test]
+    fn repeatable_flags_accumulate_like_pflag() {
+        let cli =
+            Cli::try_parse_from(["hcloud-ccm", "--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key"])
+                .expect("parses");
+        assert_eq!(cli.manager.serving.tls_sni_cert_key, vec!["a.crt,a.key".to_owned(), "b.crt,b.key".to_owned()]);
+    }
+
+    #[test]
     fn the_load_balancer_class_comes_from_the_flag_or_the_environment() {
         let cli = Cli::try_parse_from(["hcloud-ccm", "--load-balancer-class=example.com/hcloud"]).expect("parses");
         assert_eq!(cli.manager.load_balancer_class, "example.com/hcloud");

@@ -165,6 +165,24 @@ fn every_official_flag_is_accepted_and_works_or_warns_once() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// pflag's other spellings: a boolean alone (`--leader-elect`), a value as the next argument
+/// (`--secure-port 10300`).
+#[test]
+fn every_official_flag_parses_in_pflags_other_spellings() {
+    let mut failures = Vec::new();
+    for flag in official_flags() {
+        // A type like `version[=true]` has an optional value, given only with `=`.
+        let args = match &flag.kind {
+            Some(kind) if !kind.contains("[=") => vec![format!("--{}", flag.name), plausible_value(&flag)],
+            _ => vec![format!("--{}", flag.name)],
+        };
+        if let Err(e) = Cli::try_parse_from(BASE.iter().copied().chain(args.iter().map(String::as_str))) {
+            failures.push(format!("{args:?}: {}", e.render()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn no_effect_flags_are_official_flags() {
     let official: Vec<String> = official_flags().into_iter().map(|f| f.name).collect();

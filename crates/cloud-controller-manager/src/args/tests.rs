@@ -387,3 +387,16 @@ fn tls_flags_take_go_names_and_refuse_others_naming_the_accepted_ones() {
         ]
     );
 }
+
+#[test]
+fn sni_certificates_repeat_and_malformed_ones_are_errors() {
+    let options = valid(&["--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key:*.b.example"]);
+    let names: Vec<_> = options.serving.sni_certificates.iter().map(|s| s.names.clone()).collect();
+    assert_eq!(names, vec![Vec::<String>::new(), vec!["*.b.example".to_owned()]]);
+    let errors = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--tls-sni-cert-key=a.crt"])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("--tls-sni-cert-key: \"a.crt\""), "{errors:?}");
+}
