@@ -44,6 +44,20 @@ impl ClientFactory {
         let user_agent = format!("{} {user}", self.user_agent);
         rate_limited_client(self.config.clone(), self.qps, self.burst, &user_agent, &self.metrics)
     }
+
+    /// A client for `user` from the kubeconfig `path` named by `flag`, or [`Self::client`]
+    /// without one; with upstream's delegation limits (200 requests per second, bursts of 400).
+    pub async fn delegation_client(
+        &self,
+        flag: &'static str,
+        path: Option<&std::path::Path>,
+        user: &str,
+    ) -> Result<Client, KubeClientError> {
+        let Some(path) = path else { return self.client(user) };
+        let config = crate::kube_client::delegation_config(flag, path).await?;
+        let user_agent = format!("{} {user}", self.user_agent);
+        rate_limited_client(config, 200.0, 400, &user_agent, &self.metrics)
+    }
 }
 
 /// The shared informers. The Service informer exists only once a controller asks for it, so

@@ -26,6 +26,14 @@ pub enum ManagerError {
         #[source]
         source: ServeError,
     },
+    /// The in-cluster lookup of the authentication settings failed
+    /// (`--authentication-tolerate-lookup-failure=false`).
+    #[error(
+        "cannot read configmap kube-system/extension-apiserver-authentication to look up the client CA and \
+         front-proxy settings (pass --authentication-skip-lookup to not look, or \
+         --authentication-tolerate-lookup-failure to continue without them)"
+    )]
+    AuthenticationLookup(#[source] kube::Error),
     /// The leader election settings were refused.
     #[error(transparent)]
     LeaderElectionConfig(#[from] leader_election::ConfigError),

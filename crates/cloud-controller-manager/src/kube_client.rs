@@ -46,6 +46,16 @@ pub async fn connection_config(kubeconfig: Option<&Path>, master: Option<&str>) 
     Ok(config)
 }
 
+/// The connection config of a delegation kubeconfig named by `flag`
+/// (`--authentication-kubeconfig`, `--authorization-kubeconfig`).
+pub async fn delegation_config(flag: &'static str, path: &Path) -> Result<Config, KubeClientError> {
+    let error = |source| KubeClientError::DelegationKubeconfig { flag, path: path.to_owned(), source };
+    let kubeconfig = Kubeconfig::read_from(path).map_err(error)?;
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.map_err(error)?;
+    config.connect_timeout = Some(Duration::from_secs(10));
+    Ok(config)
+}
+
 /// A client whose requests are limited to `qps` per second with bursts of `burst`, sending
 /// `user_agent` (upstream: `<program>/<version> (<os>/<arch>) <controller>`), each request
 /// counted by `metrics`.
@@ -102,6 +112,18 @@ pub enum KubeClientError {
     /// The client could not be built from the config.
     #[error("cannot build the Kubernetes client")]
     Build(#[source] kube::Error),
+    /// A delegation kubeconfig (`--authentication-kubeconfig`, `--authorization-kubeconfig`)
+    /// could not be read or used.
+    #[error("{flag}: cannot use {path:?}")]
+    DelegationKubeconfig {
+        /// The flag naming the file.
+        flag: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
 }
 
 /// A token bucket: `burst` tokens, refilled at `qps` per second. A request takes a token,

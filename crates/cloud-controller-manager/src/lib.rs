@@ -25,6 +25,7 @@ pub mod args;
 pub mod context;
 pub mod controller_set;
 pub mod controllers;
+mod delegation;
 mod election;
 mod error;
 pub mod fence;

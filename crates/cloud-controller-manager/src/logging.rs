@@ -21,6 +21,20 @@ pub fn default_directives(verbosity: u8, crates: &[&str]) -> String {
     std::iter::once(base.to_owned()).chain(crates.iter().map(|c| format!("{c}={level}"))).collect::<Vec<_>>().join(",")
 }
 
+/// `--vmodule` as `tracing` filter directives (`target=level`).
+pub fn vmodule_directives(options: &LoggingOptions) -> Vec<String> {
+    options.vmodule.iter().map(|v| format!("{}={}", v.target, level_name(v.verbosity))).collect()
+}
+
+/// The `tracing` level of a klog verbosity: 0-1 info, 2-4 debug, 5+ trace.
+pub fn level_name(verbosity: u8) -> &'static str {
+    match verbosity {
+        0 | 1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    }
+}
+
 /// Whether plain logs should be coloured: only on a terminal, and never with `NO_COLOR` set
 /// to a non-empty value (<https://no-color.org>).
 pub fn use_color(is_terminal: bool, no_color: Option<&str>) -> bool {
@@ -38,7 +52,7 @@ pub fn init(options: LoggingOptions, crates: &[&str], extra: &[&str]) {
         }),
         _ => EnvFilter::new(&default),
     };
-    for directive in extra {
+    for directive in vmodule_directives(&options).into_iter().chain(extra.iter().map(|d| (*d).to_owned())) {
         if let Ok(d) = directive.parse() {
             filter = filter.add_directive(d);
         }
@@ -61,6 +75,23 @@ mod tests {
         assert!(use_color(true, Some("")));
         assert!(!use_color(true, Some("1")));
         assert!(!use_color(false, None));
+    }
+
+    #[test]
+    fn vmodule_entries_become_filter_directives() {
+        let options = LoggingOptions {
+            format: LogFormat::Plain,
+            verbosity: 0,
+            vmodule: vec![
+                crate::args::VmoduleDirective { target: "cloud_controllers::route".to_owned(), verbosity: 4 },
+                crate::args::VmoduleDirective { target: "controller_runtime".to_owned(), verbosity: 6 },
+            ],
+        };
+        let directives = vmodule_directives(&options);
+        assert_eq!(directives, vec!["cloud_controllers::route=debug", "controller_runtime=trace"]);
+        for d in directives {
+            assert!(d.parse::<tracing_subscriber::filter::Directive>().is_ok(), "{d}");
+        }
     }
 
     #[test]

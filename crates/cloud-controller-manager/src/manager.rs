@@ -17,7 +17,7 @@ use std::time::Duration;
 use cloud_provider::Cloud;
 use controller_runtime::events::queue::DEFAULT_QUEUE_CAPACITY;
 use controller_runtime::{EventQueue, EventRecorder, RuntimeMetrics};
-use controller_serving::{Bound, DelegatingAuth, Health, MetricsRegistry, Probe, SecureServing};
+use controller_serving::{Bound, Health, MetricsRegistry, Probe, SecureServing};
 use leader_election::{LeaderElector, Leadership};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -419,9 +419,14 @@ async fn serve(
         cert_file: options.serving.cert_file.clone(),
         key_file: options.serving.key_file.clone(),
         cert_name: SERVING_CERT_NAME.to_owned(),
+        tls: options.serving.tls.clone(),
+        http2: options.serving.http2,
+        http2_max_streams: options.serving.http2_max_streams,
+        reuse_port: options.serving.reuse_port,
+        sni_certificates: options.serving.sni_certificates.clone(),
     };
     if secure.port != 0 {
-        let auth = DelegatingAuth::new(clients.client("auth-delegator")?);
+        let auth = crate::delegation::delegating_auth(&options.auth, clients).await?;
         if let Some(b) =
             controller_serving::serve_secure(&secure, health.clone(), registry.clone(), Some(auth), shutdown.clone())
                 .await?

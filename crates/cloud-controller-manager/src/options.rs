@@ -11,8 +11,10 @@ use clap::ValueEnum;
 use cloud_controllers::{
     NodeControllerConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig,
 };
+use controller_serving::{CaBundle, RequestHeaderSettings, SniCertKey, TlsParams};
 use ipnet::IpNet;
 
+use crate::args::VmoduleDirective;
 use crate::controller_set::ControllerSet;
 
 /// Everything the flags resolve to.
@@ -43,6 +45,8 @@ pub struct Options {
     pub routes: Option<RouteOptions>,
     /// Log format and verbosity.
     pub logging: LoggingOptions,
+    /// Authentication and authorization of the secure port.
+    pub auth: AuthOptions,
     /// Warnings to log once logging is up.
     pub warnings: Vec<String>,
 }
@@ -127,15 +131,53 @@ pub struct SecureServingOptions {
     pub cert_file: Option<PathBuf>,
     /// The private key of `cert_file` (PEM).
     pub key_file: Option<PathBuf>,
+    /// `--tls-min-version`, `--tls-cipher-suites`, `--tls-curve-preferences`.
+    pub tls: TlsParams,
+    /// HTTP/2 offered (`--disable-http2-serving=false`).
+    pub http2: bool,
+    /// `--http2-max-streams-per-connection` (0: the server's default).
+    pub http2_max_streams: u32,
+    /// `--permit-port-sharing`: SO_REUSEPORT.
+    pub reuse_port: bool,
+    /// `--tls-sni-cert-key`.
+    pub sni_certificates: Vec<SniCertKey>,
 }
 
-/// `--log-format`, `-v`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `--log-format` (or `--logging-format`), `-v`, `--vmodule`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoggingOptions {
     /// Plain or JSON.
     pub format: LogFormat,
     /// klog-style verbosity: 0-1 info, 2-4 debug, 5+ trace.
     pub verbosity: u8,
+    /// `--vmodule`: verbosity per log target.
+    pub vmodule: Vec<VmoduleDirective>,
+}
+
+/// Delegated authentication and authorization of the secure port (`--authentication-*`,
+/// `--authorization-*`, `--client-ca-file`, `--requestheader-*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthOptions {
+    /// Kubeconfig for TokenReviews; `None`: the main client.
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// Kubeconfig for SubjectAccessReviews; `None`: the main client.
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// `--authentication-skip-lookup`.
+    pub skip_lookup: bool,
+    /// `--authentication-tolerate-lookup-failure`.
+    pub tolerate_lookup_failure: bool,
+    /// How long a TokenReview's answer is cached.
+    pub token_cache_ttl: Duration,
+    /// How long an allowing SubjectAccessReview is cached.
+    pub authorized_cache_ttl: Duration,
+    /// How long a denying SubjectAccessReview is cached.
+    pub unauthorized_cache_ttl: Duration,
+    /// `--client-ca-file`.
+    pub client_ca: Option<CaBundle>,
+    /// The front proxy's settings, with `--requestheader-client-ca-file`.
+    pub request_header: Option<RequestHeaderSettings>,
+    /// Paths served without authentication and authorization.
+    pub always_allow_paths: Vec<String>,
 }
 
 /// Log output format.

@@ -63,4 +63,18 @@ pub enum ServeError {
     /// Generating the in-memory self-signed certificate failed.
     #[error("generating the self-signed serving certificate failed: {0}")]
     SelfSigned(String),
+    /// The TLS parameters (`--tls-min-version`, `--tls-cipher-suites`, `--tls-curve-preferences`)
+    /// leave nothing to negotiate with.
+    #[error("the TLS settings (--tls-min-version, --tls-cipher-suites, --tls-curve-preferences) are unusable: {0}")]
+    TlsParams(String),
+    /// A client CA bundle (`--client-ca-file`, `--requestheader-client-ca-file`) is unusable.
+    #[error("{flag} {origin}: {reason}")]
+    ClientCa {
+        /// The flag naming the file.
+        flag: &'static str,
+        /// The file, or where the PEM text came from.
+        origin: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

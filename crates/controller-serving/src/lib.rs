@@ -31,7 +31,12 @@
 //!   members of `system:masters` are allowed, everyone else is checked with a
 //!   `SubjectAccessReview` for the non-resource path and verb `get`. Decisions are cached for
 //!   10 s by the token's SHA-256. The server's identity needs the ClusterRole
-//!   `system:auth-delegator`.
+//!   `system:auth-delegator`. [`AuthSettings`] (via [`DelegatingAuth::with_settings`]) adds
+//!   upstream's other options: separate clients for the two reviews, the cache TTLs, the
+//!   always-allowed paths, client certificates of a client CA (CommonName as user,
+//!   Organizations as groups) and a front proxy's certificate with `X-Remote-*` headers.
+//! - TLS parameters with Go's names ([`parse_tls_params`]): minimum version, TLS 1.2 cipher
+//!   suites, key exchange groups; HTTP/2 can be turned off, `SO_REUSEPORT` turned on.
 //! - [`serve_plain`]: plain HTTP for scrapers that expect it, without authentication, with the
 //!   official Go CCM's metrics-listener timeouts (read 5 s, handler 10 s, write 20 s);
 //!   [`parse_listen_address`] reads Go listen syntax (`:8233`).
@@ -72,6 +77,7 @@
 //!     cert_file: None,
 //!     key_file: None,
 //!     cert_name: "cloud-controller-manager".to_owned(),
+//!     ..SecureServing::default()
 //! };
 //! let auth = DelegatingAuth::new(client);
 //! let _secure = serve_secure(&secure, health.clone(), metrics.clone(), Some(auth), shutdown.clone()).await?;
@@ -94,12 +100,15 @@ mod limits;
 mod metrics;
 mod routes;
 mod server;
+mod sni;
 mod tls;
+mod tls_params;
 
 pub use address::parse_listen_address;
 pub use auth::{
-    ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT,
-    WARNING_INTERVAL,
+    ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
+    DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT, RequestHeaderSettings,
+    WARNING_INTERVAL, path_matches,
 };
 pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};
@@ -108,7 +117,12 @@ pub use metrics::{EncodeError, MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
 pub use routes::{METRICS_PATH, is_always_allowed};
 pub use rustls::pki_types::CertificateDer;
 pub use server::{
-    Bound, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure, serve_secure_with,
+    Bound, HTTP2_MAX_STREAMS, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure,
+    serve_secure_with,
+};
+pub use sni::SniCertKey;
+pub use tls_params::{
+    GO_CIPHER_SUITES, GO_CURVES, ParsedTlsParams, TLS_VERSION_NAMES, TlsParams, TlsVersion, parse_tls_params,
 };
 
 /// Re-exported so that callers can build metrics without naming the dependency themselves.

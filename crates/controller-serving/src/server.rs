@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::header::{AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +28,9 @@ use crate::io_timeout::WriteTimeout;
 use crate::limits::{Activity, Admission, Limits, Timeouts};
 use crate::metrics::MetricsRegistry;
 use crate::routes::{self, Body};
+use crate::sni::SniCertKey;
 use crate::tls;
+use crate::tls_params::TlsParams;
 
 /// How long open connections may finish their requests after shutdown before they are cut.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -55,11 +57,41 @@ pub struct SecureServing {
     /// Base of the generated certificate's common names (`<name>@<time>`, CA `<name>-ca@<time>`),
     /// e.g. `cloud-controller-manager`.
     pub cert_name: String,
+    /// TLS versions, cipher suites and key exchange groups (`--tls-min-version`,
+    /// `--tls-cipher-suites`, `--tls-curve-preferences`).
+    pub tls: TlsParams,
+    /// Offer HTTP/2 by ALPN (`--disable-http2-serving` turns it off).
+    pub http2: bool,
+    /// Streams one HTTP/2 connection may have open at once (`--http2-max-streams-per-connection`;
+    /// 0: [`HTTP2_MAX_STREAMS`]).
+    pub http2_max_streams: u32,
+    /// `SO_REUSEPORT` on the listening socket (`--permit-port-sharing`).
+    pub reuse_port: bool,
+    /// Further certificates chosen by SNI (`--tls-sni-cert-key`).
+    pub sni_certificates: Vec<SniCertKey>,
 }
 
-/// Streams one HTTP/2 connection may have open at once (kube-apiserver's default, chosen so a
-/// client cannot open many streams before the server closes the connection).
-const HTTP2_MAX_STREAMS: u32 = 100;
+impl Default for SecureServing {
+    /// Upstream's defaults: all interfaces, port 10258, a self-signed certificate, HTTP/2 on.
+    fn default() -> Self {
+        SecureServing {
+            bind_address: Ipv4Addr::UNSPECIFIED.into(),
+            port: 10258,
+            cert_file: None,
+            key_file: None,
+            cert_name: "cloud-controller-manager".to_owned(),
+            tls: TlsParams::default(),
+            http2: true,
+            http2_max_streams: 0,
+            reuse_port: false,
+            sni_certificates: Vec::new(),
+        }
+    }
+}
+
+/// Streams one HTTP/2 connection may have open at once by default (kube-apiserver's default,
+/// chosen so a client cannot open many streams before the server closes the connection).
+pub const HTTP2_MAX_STREAMS: u32 = 100;
 
 /// A running listener.
 #[derive(Debug)]
@@ -106,21 +138,20 @@ pub async fn serve_secure_with(
         tracing::info!("secure serving is off (--secure-port=0)");
         return Ok(None);
     }
-    let (tls_config, certificate_chain) = tls::server_config(
-        config.cert_file.as_deref(),
-        config.key_file.as_deref(),
-        &config.cert_name,
-        config.bind_address,
-    )?;
+    let (tls_config, certificate_chain) =
+        tls::server_config(config, authorizer.as_ref().and_then(DelegatingAuth::tls_client_verifier))?;
     let addr = SocketAddr::new(config.bind_address, config.port);
-    let listener = bind(addr, SECURE_SETTING).await?;
+    let listener = bind(addr, SECURE_SETTING, config.reuse_port).await?;
     let local_addr = local_addr(&listener, addr, SECURE_SETTING)?;
     if authorizer.is_none() {
         tracing::warn!(%local_addr, "secure serving without delegated authentication: /metrics is open to every client");
     }
     let certificate = if config.cert_file.is_some() { "from --tls-cert-file" } else { "self-signed, in memory" };
     tracing::info!(%local_addr, certificate, "serving HTTPS");
-    let server = Server::new("secure", health, metrics, authorizer, Some(TlsAcceptor::from(tls_config)), limits);
+    let mut server = Server::new("secure", health, metrics, authorizer, Some(TlsAcceptor::from(tls_config)), limits);
+    if config.http2_max_streams > 0 {
+        server.http2_max_streams = config.http2_max_streams;
+    }
     let task = tokio::spawn(run(listener, Arc::new(server), shutdown));
     Ok(Some(Bound { local_addr, certificate_chain, task }))
 }
@@ -146,7 +177,7 @@ pub async fn serve_plain_with(
     shutdown: CancellationToken,
     limits: Limits,
 ) -> Result<Bound, ServeError> {
-    let listener = bind(addr, PLAIN_SETTING).await?;
+    let listener = bind(addr, PLAIN_SETTING, false).await?;
     let local_addr = local_addr(&listener, addr, PLAIN_SETTING)?;
     tracing::info!(%local_addr, "serving plain HTTP");
     let server = Server::new("plain", health, metrics, None, None, limits);
@@ -154,14 +185,27 @@ pub async fn serve_plain_with(
     Ok(Bound { local_addr, certificate_chain: Vec::new(), task })
 }
 
-async fn bind(addr: SocketAddr, setting: &str) -> Result<TcpListener, ServeError> {
-    match TcpListener::bind(addr).await {
+/// Binds `addr` like Go's listeners: SO_REUSEADDR always (Go sets it on every Unix listener,
+/// so `--permit-address-sharing` changes nothing there), SO_REUSEPORT with `reuse_port`.
+fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
+    const BACKLOG: u32 = 1024;
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    if reuse_port {
+        socket.set_reuseport(true)?;
+    }
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+async fn bind(addr: SocketAddr, setting: &str, reuse_port: bool) -> Result<TcpListener, ServeError> {
+    match listen(addr, reuse_port) {
         Ok(listener) => Ok(listener),
         // `[::]` on a host without IPv6: all IPv4 interfaces instead (as Go does for ":port").
         Err(error) if addr.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED) && ipv6_unavailable(&error) => {
             let fallback = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), addr.port());
             tracing::debug!(%addr, %fallback, "IPv6 is unavailable ({error}); listening on IPv4 only");
-            TcpListener::bind(fallback).await.map_err(|source| ServeError::Bind {
+            listen(fallback, reuse_port).map_err(|source| ServeError::Bind {
                 addr: fallback,
                 setting: setting.to_owned(),
                 source,
@@ -190,6 +234,7 @@ struct Server {
     tls: Option<TlsAcceptor>,
     timeouts: Timeouts,
     admission: Admission,
+    http2_max_streams: u32,
 }
 
 impl Server {
@@ -202,7 +247,16 @@ impl Server {
         limits: Limits,
     ) -> Self {
         let admission = Admission::new(&limits);
-        Server { name, health, metrics, authorizer, tls, timeouts: limits.timeouts, admission }
+        Server {
+            name,
+            health,
+            metrics,
+            authorizer,
+            tls,
+            timeouts: limits.timeouts,
+            admission,
+            http2_max_streams: HTTP2_MAX_STREAMS,
+        }
     }
 }
 
@@ -261,7 +315,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, sh
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = server.tls.clone() else {
         let io = WriteTimeout::new(stream, server.timeouts.write);
-        return serve_http(server, io, Protocol::Http1, peer, shutdown).await;
+        return serve_http(server, io, Protocol::Http1, peer, None, shutdown).await;
     };
     let handshake = tokio::time::timeout(server.timeouts.tls_handshake, acceptor.accept(stream));
     let stream = tokio::select! {
@@ -274,8 +328,9 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, sh
             // sniffed from the client's first bytes.
             let protocol =
                 if stream.get_ref().1.alpn_protocol() == Some(b"h2") { Protocol::Http2 } else { Protocol::Http1 };
+            let certificates = stream.get_ref().1.peer_certificates().map(|c| Arc::new(c.to_vec()));
             let io = WriteTimeout::new(stream, server.timeouts.write);
-            serve_http(server, io, protocol, peer, shutdown).await;
+            serve_http(server, io, protocol, peer, certificates, shutdown).await;
         }
         Ok(Err(error)) => tracing::debug!(listener = server.name, %peer, "TLS handshake failed: {error}"),
         Err(_) => tracing::debug!(listener = server.name, %peer, "TLS handshake timed out"),
@@ -299,8 +354,17 @@ async fn gone(stream: &TcpStream) {
     }
 }
 
-async fn serve_http<IO>(server: Arc<Server>, io: IO, protocol: Protocol, peer: SocketAddr, shutdown: CancellationToken)
-where
+/// The client certificate chain of a TLS connection, leaf first.
+type PeerCertificates = Option<Arc<Vec<CertificateDer<'static>>>>;
+
+async fn serve_http<IO>(
+    server: Arc<Server>,
+    io: IO,
+    protocol: Protocol,
+    peer: SocketAddr,
+    certificates: PeerCertificates,
+    shutdown: CancellationToken,
+) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let timeouts = server.timeouts;
@@ -313,7 +377,7 @@ where
         .timer(TokioTimer::new())
         .keep_alive_interval(timeouts.read)
         .keep_alive_timeout(timeouts.read)
-        .max_concurrent_streams(HTTP2_MAX_STREAMS);
+        .max_concurrent_streams(server.http2_max_streams);
     let builder = match protocol {
         Protocol::Http1 => builder.http1_only(),
         Protocol::Http2 => builder.http2_only(),
@@ -323,7 +387,7 @@ where
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |request| {
         let busy = requests.begin();
-        let answer = handle(Arc::clone(&server), peer, request);
+        let answer = handle(Arc::clone(&server), peer, certificates.clone(), request);
         async move {
             let response = answer.await;
             drop(busy);
@@ -360,13 +424,19 @@ where
 async fn handle(
     server: Arc<Server>,
     peer: SocketAddr,
+    certificates: PeerCertificates,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut user = None;
-    let response = match tokio::time::timeout(server.timeouts.handler, respond(&server, request, &mut user)).await {
+    let response = match tokio::time::timeout(
+        server.timeouts.handler,
+        respond(&server, request, certificates.as_deref(), &mut user),
+    )
+    .await
+    {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(listener = server.name, %method, %path, "no response within {:?}", server.timeouts.handler);
@@ -387,14 +457,20 @@ async fn handle(
 }
 
 /// Authenticate and authorize (secure listener, protected paths), then answer from the routes.
-async fn respond(server: &Server, request: Request<Incoming>, user: &mut Option<String>) -> Response<Body> {
+async fn respond(
+    server: &Server,
+    request: Request<Incoming>,
+    certificates: Option<&Vec<CertificateDer<'static>>>,
+    user: &mut Option<String>,
+) -> Response<Body> {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().map(str::to_owned);
     if let Some(authorizer) = &server.authorizer
-        && !routes::is_always_allowed(&path)
+        && !authorizer.is_always_allowed(&path)
     {
-        let decision = authorizer.authorize(request.headers().get(AUTHORIZATION), &verb_for(&method), &path).await;
+        let certificates = certificates.map(Vec::as_slice);
+        let decision = authorizer.authorize_request(request.headers(), certificates, &verb_for(&method), &path).await;
         *user = decision.user().map(str::to_owned);
         if !matches!(decision, Decision::Allowed { .. }) {
             let mut response = routes::text(decision.status(), decision.body());

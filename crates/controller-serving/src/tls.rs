@@ -14,8 +14,12 @@ use rcgen::{
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::sign::CertifiedKey;
 
 use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
+use crate::server::SecureServing;
+use crate::sni::SniResolver;
 
 /// How long the generated certificates are valid (from one hour before generation, as
 /// upstream does against clock skew).
@@ -31,12 +35,11 @@ pub(crate) struct ServingCertificate {
 /// The TLS configuration for the given files, or for a fresh self-signed certificate when
 /// neither file is given; also returns the certificate chain the server presents.
 pub(crate) fn server_config(
-    cert_file: Option<&Path>,
-    key_file: Option<&Path>,
-    cert_name: &str,
-    bind_address: IpAddr,
+    settings: &SecureServing,
+    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
 ) -> Result<(Arc<ServerConfig>, Vec<CertificateDer<'static>>), ServeError> {
-    let (certificate, files) = match (cert_file, key_file) {
+    let (cert_name, bind_address, params) = (&settings.cert_name, settings.bind_address, &settings.tls);
+    let (certificate, files) = match (settings.cert_file.as_deref(), settings.key_file.as_deref()) {
         (Some(cert), Some(key)) => (from_files(cert, key)?, Some((cert, key))),
         (Some(_), None) => return Err(ServeError::IncompletePair { given: CERT_FILE_FLAG, missing: KEY_FILE_FLAG }),
         (None, Some(_)) => return Err(ServeError::IncompletePair { given: KEY_FILE_FLAG, missing: CERT_FILE_FLAG }),
@@ -49,13 +52,25 @@ pub(crate) fn server_config(
         Some((cert, key)) => ServeError::Pair { cert: cert.to_owned(), key: key.to_owned(), reason },
         None => ServeError::SelfSigned(reason),
     };
-    let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| unusable(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(certificate.chain, certificate.key)
-        .map_err(|e| unusable(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let provider = params.provider();
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&params.versions())
+        .map_err(|e| ServeError::TlsParams(e.to_string()))?;
+    let builder = match client_verifier {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = if settings.sni_certificates.is_empty() {
+        builder.with_single_cert(certificate.chain, certificate.key).map_err(|e| unusable(e.to_string()))?
+    } else {
+        let default = CertifiedKey::from_der(certificate.chain, certificate.key, &provider)
+            .map_err(|e| unusable(e.to_string()))?;
+        let resolver = SniResolver::new(Arc::new(default), &settings.sni_certificates, &provider)?;
+        builder.with_cert_resolver(Arc::new(resolver))
+    };
+    // `--disable-http2-serving`: HTTP/2 is then never chosen by ALPN.
+    config.alpn_protocols =
+        if settings.http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
     Ok((Arc::new(config), chain))
 }
 

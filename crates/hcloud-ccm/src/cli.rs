@@ -40,8 +40,9 @@ pub const LONG_VERSION: &str = concat!(
 // Like Go's flag package, a repeated flag overrides the earlier one.
 #[command(
     name = "hcloud-ccm",
-    version = LONG_VERSION,
     about,
+    // `--version` is an argument, as upstream's (`--version`, `--version=raw`, ...).
+    disable_version_flag = true,
     args_override_self = true,
     mut_arg("cloud_provider", |a| a.help("Cloud provider name: hcloud")),
     // hcloud-ccm only (the official CCM cannot share LoadBalancer Services with another
@@ -54,6 +55,47 @@ pub struct Cli {
     /// Upstream's flags.
     #[command(flatten)]
     pub manager: ManagerArgs,
+
+    /// Print the version and exit; `--version=raw` adds the build details. `--version=false` runs
+    /// as usual; `--version=vX.Y.Z` (upstream: "sets the reported version") runs with a warning
+    /// that the version reported stays this binary's.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "true|raw")]
+    pub version: Option<String>,
+}
+
+/// What `--version` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionRequest {
+    /// Run; no version flag (or `--version=false`).
+    Run,
+    /// Print this text and exit.
+    Print(String),
+    /// Run, logging this warning (`--version=vX.Y.Z`).
+    RunWithWarning(String),
+}
+
+impl Cli {
+    /// What `--version` asks for.
+    pub fn version_request(&self) -> VersionRequest {
+        match self.version.as_deref() {
+            None | Some("false" | "f" | "0" | "F" | "FALSE" | "False") => VersionRequest::Run,
+            Some("raw") => VersionRequest::Print(format!(
+                "hcloud-ccm {LONG_VERSION}\nversion: {}\ncommit: {}\nbuilt: {}\nplatform: {}/{}",
+                env!("CARGO_PKG_VERSION"),
+                env!("HCLOUD_CCM_VERSION_COMMIT"),
+                env!("HCLOUD_CCM_VERSION_DATE"),
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            )),
+            Some("true" | "t" | "1" | "T" | "TRUE" | "True") => {
+                VersionRequest::Print(format!("hcloud-ccm {LONG_VERSION}"))
+            }
+            Some(other) => VersionRequest::RunWithWarning(format!(
+                "--version={other} has no effect: the version reported is this binary's ({})",
+                env!("CARGO_PKG_VERSION")
+            )),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -83,6 +125,14 @@ mod tests {
     fn a_repeated_flag_overrides_the_earlier_one_like_go_flags() {
         let cli = Cli::try_parse_from(["hcloud-ccm", "--secure-port=0", "--secure-port=10300"]).expect("parses");
         assert_eq!(cli.manager.secure_port, 10300);
+    }
+
+    #[test]
+    fn repeatable_flags_accumulate_like_pflag() {
+        let cli =
+            Cli::try_parse_from(["hcloud-ccm", "--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key"])
+                .expect("parses");
+        assert_eq!(cli.manager.serving.tls_sni_cert_key, vec!["a.crt,a.key".to_owned(), "b.crt,b.key".to_owned()]);
     }
 
     #[test]
@@ -129,9 +179,8 @@ mod tests {
 
     #[test]
     fn version_names_the_crate_version_the_commit_and_the_build_date() {
-        let err = Cli::try_parse_from(["hcloud-ccm", "--version"]).unwrap_err();
-        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
-        let text = err.render().to_string();
+        let cli = Cli::try_parse_from(["hcloud-ccm", "--version"]).expect("parses");
+        let VersionRequest::Print(text) = cli.version_request() else { panic!("--version prints") };
         let rest =
             text.trim_end().strip_prefix(concat!("hcloud-ccm ", env!("CARGO_PKG_VERSION"), " (commit ")).expect(&text);
         let (commit, date) = rest.strip_suffix(')').and_then(|r| r.split_once(", built ")).expect(&text);
@@ -154,12 +203,21 @@ mod tests {
     }
 
     #[test]
+    fn version_takes_upstreams_values() {
+        let request = |arg: &str| Cli::try_parse_from(["hcloud-ccm", arg]).map(|c| c.version_request());
+        assert_eq!(request("--version=false").ok(), Some(VersionRequest::Run));
+        assert!(matches!(request("--version=raw"), Ok(VersionRequest::Print(t)) if t.contains("\nplatform: ")));
+        assert!(matches!(request("--version=true"), Ok(VersionRequest::Print(_))));
+        assert!(matches!(request("--version=v1.35.0"), Ok(VersionRequest::RunWithWarning(w)) if w.contains("v1.35.0")));
+    }
+
+    #[test]
     fn every_flag_and_variable_is_in_docs_reference() {
         let reference = include_str!("../../../docs/reference.md");
         let mut missing = Vec::new();
         for arg in <Cli as clap::CommandFactory>::command().get_arguments() {
             if let Some(long) = arg.get_long()
-                && !matches!(long, "help" | "version")
+                && !matches!(long, "help")
                 && !reference.contains(&format!("`--{long}`"))
             {
                 missing.push(format!("--{long}"));

@@ -13,6 +13,8 @@
 #[cfg(test)]
 mod build_date;
 mod cli;
+#[cfg(test)]
+mod official_flags;
 mod run;
 
 use clap::Parser;

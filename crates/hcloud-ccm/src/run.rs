@@ -9,7 +9,7 @@ use cloud_controller_manager::{Identity, Manager, logging, shutdown_on_signals};
 use controller_serving::parse_listen_address;
 use hcloud_provider::{ClientHooks, Config, HcloudCloud, HcloudMetrics, PROVIDER_NAME};
 
-use crate::cli::Cli;
+use crate::cli::{Cli, VersionRequest};
 
 /// How hcloud-ccm shows up in logs, User-Agents and `managedFields`.
 const IDENTITY: Identity =
@@ -27,7 +27,18 @@ const LOG_CRATES: &[&str] = &[
 
 /// Validates flags and environment together, then runs until a signal.
 pub fn main(cli: Cli) -> ExitCode {
-    let options = cli.manager.validate(PROVIDER_NAME);
+    let version_warning = match cli.version_request() {
+        VersionRequest::Print(text) => {
+            println!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        VersionRequest::RunWithWarning(warning) => Some(warning),
+        VersionRequest::Run => None,
+    };
+    let options = cli.manager.validate(PROVIDER_NAME).map(|mut o| {
+        o.warnings.extend(version_warning);
+        o
+    });
     // The routes' cluster CIDRs come from --cluster-cidr, as in the official CCM.
     let cluster_cidrs = options.as_ref().ok().and_then(|o| o.routes.as_ref()).map(|r| r.cluster_cidrs.clone());
     let config = Config::from_env(|k| std::env::var(k).ok(), cluster_cidrs.unwrap_or_default());
@@ -50,7 +61,7 @@ pub fn main(cli: Cli) -> ExitCode {
         }
     };
     let wire_log: &[&str] = if config.debug { &["hcloud_api::wire=debug"] } else { &[] };
-    logging::init(options.logging, LOG_CRATES, wire_log);
+    logging::init(options.logging.clone(), LOG_CRATES, wire_log);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -140,6 +151,7 @@ mod tests {
             cert_file: None,
             key_file: None,
             cert_name: "test".to_owned(),
+            ..SecureServing::default()
         };
         let result =
             serve_secure(&settings, Health::new(), MetricsRegistry::new(), None, CancellationToken::new()).await;

@@ -18,6 +18,10 @@ use crate::options::{
     KubeOptions, LeaderElectionOptions, LoggingOptions, Options, RouteOptions, SecureServingOptions, ServiceOptions,
 };
 
+mod compat;
+mod serving;
+pub use compat::{LoggingArgs, NoEffectArgs, VmoduleDirective, parse_vmodule};
+pub use serving::{AuthArgs, ServingArgs};
 mod values;
 pub use values::{
     FeatureGates, WATCH_BASED_ROUTES_GATE, parse_cluster_cidrs, parse_feature_gates, validate_node_controller,
@@ -206,9 +210,9 @@ pub struct ManagerArgs {
     #[arg(long, default_value = "")]
     pub feature_gates: String,
 
-    /// [compat] Enable profiling endpoints.
-    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
-    pub profiling: bool,
+    /// [compat] Profiling endpoints (there are none here; upstream's default is true).
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub profiling: Option<bool>,
 
     /// [compat] Delay between starting controllers.
     #[arg(long, default_value = "0s", value_parser = go_duration)]
@@ -222,6 +226,22 @@ pub struct ManagerArgs {
     /// log collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Plain)]
     pub log_format: LogFormat,
+
+    /// TLS, HTTP/2 and socket flags of the secure port.
+    #[command(flatten)]
+    pub serving: ServingArgs,
+
+    /// Authentication and authorization of the secure port.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+
+    /// component-base's logging flags.
+    #[command(flatten)]
+    pub logging: LoggingArgs,
+
+    /// Upstream flags without an effect here (a warning each).
+    #[command(flatten)]
+    pub no_effect: NoEffectArgs,
 }
 
 impl ManagerArgs {
@@ -292,6 +312,7 @@ impl ManagerArgs {
                 self.cloud_config
             ));
         }
+        warnings.extend(self.compat_warnings());
         if self.cert_dir.is_some() {
             warnings.push("--cert-dir is ignored: the self-signed serving certificate is kept in memory".to_owned());
         }
@@ -302,6 +323,10 @@ impl ManagerArgs {
         warnings
             .extend(gates.unknown.iter().map(|g| format!("--feature-gates: {g} is not known here and has no effect")));
         let routes = self.routes(&gates, &mut errors);
+        let serving = self.serving.validate(&mut errors, &mut warnings);
+        let auth = self.auth.validate(&mut errors);
+        let logging = self.logging_options(&mut errors, &mut warnings);
+        warnings.extend(self.no_effect.warnings());
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -338,12 +363,72 @@ impl ManagerArgs {
                 port: self.secure_port,
                 cert_file: self.tls_cert_file.clone(),
                 key_file: self.tls_private_key_file.clone(),
+                tls: serving.tls,
+                http2: serving.http2,
+                http2_max_streams: serving.http2_max_streams,
+                reuse_port: self.serving.permit_port_sharing,
+                sni_certificates: serving.sni_certificates,
             },
             cluster_name: self.cluster_name.clone(),
             routes,
-            logging: LoggingOptions { format: self.log_format, verbosity: self.verbosity },
+            logging,
+            auth,
             warnings,
         })
+    }
+
+    /// Warnings for the upstream flags of this struct that are accepted without effect, when
+    /// given a value that would make a difference upstream.
+    fn compat_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.profiling == Some(true) {
+            warnings.push("--profiling has no effect: there are no /debug/pprof endpoints here".to_owned());
+        }
+        if self.use_service_account_credentials {
+            warnings.push(
+                "--use-service-account-credentials has no effect: every controller uses the manager's own credentials"
+                    .to_owned(),
+            );
+        }
+        if !self.controller_start_interval.is_zero() {
+            warnings.push("--controller-start-interval has no effect: the controllers start together".to_owned());
+        }
+        if !matches!(self.kube_api_content_type.as_str(), "application/vnd.kubernetes.protobuf" | "application/json") {
+            warnings.push(format!(
+                "--kube-api-content-type={:?} has no effect: requests to the API server are JSON",
+                self.kube_api_content_type
+            ));
+        }
+        if self.cidr_allocator_type != "RangeAllocator" {
+            warnings.push(format!(
+                "--cidr-allocator-type={:?} has no effect: pod CIDRs are allocated by kube-controller-manager",
+                self.cidr_allocator_type
+            ));
+        }
+        warnings
+    }
+
+    /// `--logging-format` (overriding `--log-format`), `-v` and `--vmodule`.
+    fn logging_options(&self, errors: &mut Vec<String>, warnings: &mut Vec<String>) -> LoggingOptions {
+        let format = match self.logging.logging_format.as_deref() {
+            Some("json") => LogFormat::Json,
+            Some(_) => LogFormat::Plain,
+            None => self.log_format,
+        };
+        let vmodule = match parse_vmodule(&self.logging.vmodule) {
+            Ok((directives, notes)) => {
+                warnings.extend(notes);
+                directives
+            }
+            Err(e) => {
+                errors.push(e);
+                Vec::new()
+            }
+        };
+        if self.logging.log_flush_frequency.is_zero() {
+            errors.push("--log-flush-frequency: must be greater than 0".to_owned());
+        }
+        LoggingOptions { format, verbosity: self.verbosity, vmodule }
     }
 
     /// The route settings, if routes are to be configured (`--allocate-node-cidrs` and

@@ -337,3 +337,66 @@ fn node_lifecycle_controller_options_follow_the_flags() {
     }
     assert!(validate_node_lifecycle_controller(1).is_empty());
 }
+
+#[test]
+fn logging_format_is_upstreams_name_for_log_format_and_vmodule_maps_to_targets() {
+    assert_eq!(valid(&[]).logging.format, LogFormat::Plain);
+    assert_eq!(valid(&["--logging-format=json"]).logging.format, LogFormat::Json);
+    assert_eq!(valid(&["--log-format=json", "--logging-format=text"]).logging.format, LogFormat::Plain);
+    assert!(parse(&["--logging-format=yaml"]).is_err());
+    let options = valid(&["--vmodule=cloud_controllers::route=4,route_controller*.go=5", "--log-flush-frequency=1s"]);
+    assert_eq!(
+        options.logging.vmodule,
+        vec![VmoduleDirective { target: "cloud_controllers::route".to_owned(), verbosity: 4 }]
+    );
+    assert_eq!(options.warnings.len(), 1, "{:?}", options.warnings);
+    assert!(options.warnings[0].contains("route_controller*.go"), "{:?}", options.warnings);
+    let errors = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--vmodule=x", "--log-flush-frequency=0s"])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+}
+
+#[test]
+fn tls_flags_take_go_names_and_refuse_others_naming_the_accepted_ones() {
+    let options = valid(&[
+        "--tls-min-version=VersionTLS13",
+        "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_AES_128_CBC_SHA",
+        "--tls-curve-preferences=X25519,23",
+        "--disable-http2-serving",
+        "--http2-max-streams-per-connection=7",
+    ]);
+    assert_eq!(options.serving.tls.min_version, controller_serving::TlsVersion::Tls13);
+    assert_eq!(options.serving.tls.cipher_suites, Some(vec![0xc02f]));
+    assert_eq!(options.serving.tls.curves, Some(vec![29, 23]));
+    assert!(!options.serving.http2);
+    assert_eq!(options.serving.http2_max_streams, 7);
+    assert_eq!(options.warnings.len(), 1, "{:?}", options.warnings);
+    assert!(options.warnings[0].contains("TLS_RSA_WITH_AES_128_CBC_SHA"), "{:?}", options.warnings);
+    let errors = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--tls-min-version=TLS1.2"])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+    assert_eq!(
+        errors,
+        vec![
+            "--tls-min-version: \"TLS1.2\" is not a TLS version; accepted: VersionTLS10, VersionTLS11, VersionTLS12, \
+             VersionTLS13"
+                .to_owned()
+        ]
+    );
+}
+
+#[test]
+fn sni_certificates_repeat_and_malformed_ones_are_errors() {
+    let options = valid(&["--tls-sni-cert-key=a.crt,a.key", "--tls-sni-cert-key=b.crt,b.key:*.b.example"]);
+    let names: Vec<_> = options.serving.sni_certificates.iter().map(|s| s.names.clone()).collect();
+    assert_eq!(names, vec![Vec::<String>::new(), vec!["*.b.example".to_owned()]]);
+    let errors = parse(&["--cloud-provider=fake", "--allow-untagged-cloud", "--tls-sni-cert-key=a.crt"])
+        .expect("parses")
+        .validate("fake")
+        .unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("--tls-sni-cert-key: \"a.crt\""), "{errors:?}");
+}

@@ -161,39 +161,41 @@ pub(crate) struct CacheKey {
     pub(crate) path: String,
 }
 
-/// Decisions (allowed, forbidden, rejected token) for a time-to-live; failures to review are
-/// never cached. Bounded: when full, expired entries are dropped, and if that is not enough,
+/// Decisions (allowed, forbidden, rejected token) for a time-to-live each; failures to review
+/// are never cached. Bounded: when full, expired entries are dropped, and if that is not enough,
 /// everything (a flood of distinct bogus tokens must not grow memory without bound).
 pub(crate) struct DecisionCache {
-    ttl: Duration,
     max_entries: usize,
     entries: HashMap<CacheKey, (Instant, Decision)>,
 }
 
 impl DecisionCache {
-    pub(crate) fn new(ttl: Duration, max_entries: usize) -> Self {
-        Self { ttl, max_entries, entries: HashMap::new() }
+    /// An empty cache of at most `max_entries` decisions.
+    pub(crate) fn new(max_entries: usize) -> Self {
+        Self { max_entries, entries: HashMap::new() }
     }
 
-    /// The cached decision, if it is younger than the time-to-live at `now`.
+    /// The cached decision, if it has not expired at `now`.
     pub(crate) fn get(&self, key: &CacheKey, now: Instant) -> Option<Decision> {
-        let (stored, decision) = self.entries.get(key)?;
-        (now.saturating_duration_since(*stored) < self.ttl).then(|| decision.clone())
+        let (expires, decision) = self.entries.get(key)?;
+        (now < *expires).then(|| decision.clone())
     }
 
-    /// Remember `decision` for `key` from `now` (not [`Decision::Unavailable`]).
-    pub(crate) fn insert(&mut self, key: CacheKey, decision: Decision, now: Instant) {
-        if self.ttl.is_zero() || matches!(decision, Decision::Unavailable { .. }) {
+    /// Remember `decision` for `key` from `now` for `ttl` (not [`Decision::Unavailable`]).
+    pub(crate) fn insert_for(&mut self, key: CacheKey, decision: Decision, now: Instant, ttl: Duration) {
+        if ttl.is_zero() || matches!(decision, Decision::Unavailable { .. }) {
             return;
         }
         if self.entries.len() >= self.max_entries && !self.entries.contains_key(&key) {
-            let ttl = self.ttl;
-            self.entries.retain(|_, (stored, _)| now.saturating_duration_since(*stored) < ttl);
+            self.entries.retain(|_, (expires, _)| now < *expires);
             if self.entries.len() >= self.max_entries {
                 self.entries.clear();
             }
         }
-        self.entries.insert(key, (now, decision));
+        // A time-to-live beyond the clock's range: a year is forever here.
+        let expires =
+            now.checked_add(ttl).or_else(|| now.checked_add(Duration::from_secs(365 * 86_400))).unwrap_or(now);
+        self.entries.insert(key, (expires, decision));
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -318,6 +320,8 @@ mod tests {
         assert_eq!(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
+    const TTL: Duration = Duration::from_secs(10);
+
     fn key(token: &str, path: &str) -> CacheKey {
         CacheKey { token_hash: token_hash(token), verb: "get".to_owned(), path: path.to_owned() }
     }
@@ -325,9 +329,9 @@ mod tests {
     #[test]
     fn cache_expires_after_the_ttl_and_is_keyed_by_token_verb_and_path() {
         let start = Instant::now();
-        let mut cache = DecisionCache::new(Duration::from_secs(10), 100);
+        let mut cache = DecisionCache::new(100);
         let allowed = Decision::Allowed { user: "bob".to_owned() };
-        cache.insert(key("t1", "/metrics"), allowed.clone(), start);
+        cache.insert_for(key("t1", "/metrics"), allowed.clone(), start, TTL);
         assert_eq!(cache.get(&key("t1", "/metrics"), start + Duration::from_secs(9)), Some(allowed));
         assert_eq!(cache.get(&key("t1", "/metrics"), start + Duration::from_secs(10)), None);
         assert_eq!(cache.get(&key("t2", "/metrics"), start), None);
@@ -337,25 +341,25 @@ mod tests {
     #[test]
     fn cache_never_stores_failures_and_is_bounded() {
         let start = Instant::now();
-        let mut cache = DecisionCache::new(Duration::from_secs(10), 3);
-        cache.insert(key("t", "/m"), Decision::Unavailable { message: "down".to_owned() }, start);
+        let mut cache = DecisionCache::new(3);
+        cache.insert_for(key("t", "/m"), Decision::Unavailable { message: "down".to_owned() }, start, TTL);
         assert_eq!(cache.len(), 0);
         let rejected = Decision::Unauthenticated { reason: "invalid".to_owned() };
         for token in ["a", "b", "c"] {
-            cache.insert(key(token, "/m"), rejected.clone(), start);
+            cache.insert_for(key(token, "/m"), rejected.clone(), start, TTL);
         }
         assert_eq!(cache.len(), 3);
         // Full of live entries: cleared, then the new one stored.
-        cache.insert(key("d", "/m"), rejected.clone(), start + Duration::from_secs(1));
+        cache.insert_for(key("d", "/m"), rejected.clone(), start + Duration::from_secs(1), TTL);
         assert_eq!(cache.len(), 1);
-        cache.insert(key("e", "/m"), rejected.clone(), start + Duration::from_secs(2));
-        cache.insert(key("f", "/m"), rejected.clone(), start + Duration::from_secs(12));
+        cache.insert_for(key("e", "/m"), rejected.clone(), start + Duration::from_secs(2), TTL);
+        cache.insert_for(key("f", "/m"), rejected.clone(), start + Duration::from_secs(12), TTL);
         // Full again; "d" and "e" have expired and make room.
-        cache.insert(key("g", "/m"), rejected.clone(), start + Duration::from_secs(12));
+        cache.insert_for(key("g", "/m"), rejected.clone(), start + Duration::from_secs(12), TTL);
         assert_eq!(cache.len(), 2);
         assert!(cache.get(&key("f", "/m"), start + Duration::from_secs(12)).is_some());
-        let mut disabled = DecisionCache::new(Duration::ZERO, 3);
-        disabled.insert(key("a", "/m"), rejected, start);
+        let mut disabled = DecisionCache::new(3);
+        disabled.insert_for(key("a", "/m"), rejected, start, Duration::ZERO);
         assert_eq!(disabled.len(), 0);
     }
 

@@ -3,14 +3,19 @@
 //! kube-apiserver with this server's own identity (upstream's `DelegatingAuthenticationOptions`
 //! and `DelegatingAuthorizationOptions`).
 //!
+//! A client certificate signed by the front proxy's CA (with an allowed CommonName) and an
+//! `X-Remote-User` header, or signed by the client CA, authenticates first (see
+//! `client_cert`); then only the SubjectAccessReview is asked, cached per identity.
+//!
 //! ```text
 //! Authorization: Bearer <token>
-//!   -> cache (SHA-256 of the token, verb, path; 10 s)
+//!   -> cache (SHA-256 of the token, verb, path; the TTLs of AuthSettings, 10 s each by default)
 //!   -> TokenReview (authentication.k8s.io/v1)         -> user, groups
 //!   -> group system:masters? allowed
 //!   -> SubjectAccessReview (authorization.k8s.io/v1, nonResourceAttributes {path, verb})
 //! ```
 
+mod client_cert;
 mod decision;
 
 use std::fmt;
@@ -26,6 +31,8 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::{Api, Client};
 
+pub(crate) use client_cert::ClientCertAuth;
+pub use client_cert::{CaBundle, ClientCertSettings, RequestHeaderSettings};
 pub(crate) use decision::verb_for;
 pub use decision::{ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, Decision};
 use decision::{CacheKey, DecisionCache, WarnLimiter};
@@ -54,9 +61,63 @@ pub struct DelegatingAuth {
 }
 
 struct Inner {
-    client: Client,
+    /// Creates TokenReviews (`--authentication-kubeconfig`).
+    authentication: Client,
+    /// Creates SubjectAccessReviews (`--authorization-kubeconfig`).
+    authorization: Client,
+    settings: AuthSettings,
+    client_certs: Option<ClientCertAuth>,
     cache: Mutex<DecisionCache>,
     warnings: Mutex<WarnLimiter>,
+}
+
+/// How [`DelegatingAuth`] decides (upstream's delegated authentication and authorization
+/// options other than the kubeconfigs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthSettings {
+    /// How long a TokenReview's answer is cached (`--authentication-token-webhook-cache-ttl`).
+    pub token_cache_ttl: Duration,
+    /// How long an allowing SubjectAccessReview is cached
+    /// (`--authorization-webhook-cache-authorized-ttl`).
+    pub authorized_cache_ttl: Duration,
+    /// How long a denying SubjectAccessReview is cached
+    /// (`--authorization-webhook-cache-unauthorized-ttl`).
+    pub unauthorized_cache_ttl: Duration,
+    /// Paths served without authentication and authorization
+    /// (`--authorization-always-allow-paths`): exact, or a prefix with a trailing `*`; a probe
+    /// path also covers its single-check paths.
+    pub always_allow_paths: Vec<String>,
+    /// Client certificates that authenticate requests (`--client-ca-file`, `--requestheader-*`).
+    pub client_certificates: ClientCertSettings,
+}
+
+impl Default for AuthSettings {
+    /// Upstream's defaults: 10 s caches, the probe paths always allowed, no client certificates.
+    fn default() -> Self {
+        AuthSettings {
+            token_cache_ttl: DEFAULT_CACHE_TTL,
+            authorized_cache_ttl: DEFAULT_CACHE_TTL,
+            unauthorized_cache_ttl: DEFAULT_CACHE_TTL,
+            always_allow_paths: DEFAULT_ALWAYS_ALLOW_PATHS.iter().map(|p| (*p).to_owned()).collect(),
+            client_certificates: ClientCertSettings::default(),
+        }
+    }
+}
+
+/// Upstream's `--authorization-always-allow-paths` default.
+pub const DEFAULT_ALWAYS_ALLOW_PATHS: [&str; 3] = ["/healthz", "/readyz", "/livez"];
+
+/// Whether `path` matches one of `patterns`: exactly, by a trailing-`*` prefix, or as a
+/// single-check path below a probe path (`/healthz/ping` below `/healthz`).
+pub fn path_matches(patterns: &[String], path: &str) -> bool {
+    patterns.iter().any(|pattern| match pattern.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => {
+            path == pattern
+                || (crate::routes::is_always_allowed(pattern)
+                    && path.strip_prefix(pattern.as_str()).is_some_and(|rest| rest.starts_with('/')))
+        }
+    })
 }
 
 impl fmt::Debug for DelegatingAuth {
@@ -87,13 +148,103 @@ impl DelegatingAuth {
 
     /// Like [`Self::new`] with another cache time-to-live (`Duration::ZERO` disables caching).
     pub fn with_cache_ttl(client: Client, ttl: Duration) -> Self {
+        let settings = AuthSettings {
+            token_cache_ttl: ttl,
+            authorized_cache_ttl: ttl,
+            unauthorized_cache_ttl: ttl,
+            ..AuthSettings::default()
+        };
+        Self::build(client.clone(), client, settings, None)
+    }
+
+    /// Delegate TokenReviews to `authentication`'s API server and SubjectAccessReviews to
+    /// `authorization`'s, with their identities, deciding by `settings`. The client-CA files
+    /// are read here: an unreadable one is an error naming its flag.
+    pub fn with_settings(
+        authentication: Client,
+        authorization: Client,
+        settings: AuthSettings,
+    ) -> Result<Self, crate::ServeError> {
+        let client_certs = ClientCertAuth::load(&settings.client_certificates)?;
+        Ok(Self::build(authentication, authorization, settings, client_certs))
+    }
+
+    fn build(
+        authentication: Client,
+        authorization: Client,
+        settings: AuthSettings,
+        client_certs: Option<ClientCertAuth>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
-                client,
-                cache: Mutex::new(DecisionCache::new(ttl, MAX_CACHE_ENTRIES)),
+                authentication,
+                authorization,
+                cache: Mutex::new(DecisionCache::new(MAX_CACHE_ENTRIES)),
+                settings,
+                client_certs,
                 warnings: Mutex::new(WarnLimiter::new(WARNING_INTERVAL)),
             }),
         }
+    }
+
+    /// Whether `path` is served without authentication and authorization.
+    pub fn is_always_allowed(&self, path: &str) -> bool {
+        path_matches(&self.inner.settings.always_allow_paths, path)
+    }
+
+    /// The TLS layer's client-certificate verifier, when client certificates are configured.
+    pub(crate) fn tls_client_verifier(&self) -> Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
+        self.inner.client_certs.as_ref().map(ClientCertAuth::tls_verifier)
+    }
+
+    /// Decide whether a request with `headers` over a connection whose client presented
+    /// `peer_certificates` may `verb` the non-resource `path`: a front-proxy or client
+    /// certificate identity first, then the bearer token.
+    pub(crate) async fn authorize_request(
+        &self,
+        headers: &http::HeaderMap,
+        peer_certificates: Option<&[rustls::pki_types::CertificateDer<'static>]>,
+        verb: &str,
+        path: &str,
+    ) -> Decision {
+        let certified = self
+            .inner
+            .client_certs
+            .as_ref()
+            .zip(peer_certificates)
+            .and_then(|(auth, chain)| auth.authenticate(chain, headers));
+        let Some(user) = certified else {
+            return self.authorize(headers.get(http::header::AUTHORIZATION), verb, path).await;
+        };
+        let name = user.username.clone().unwrap_or_default();
+        if decision::always_allowed(&user) {
+            return Decision::Allowed { user: name };
+        }
+        // Keyed by the whole identity, so that a SubjectAccessReview is cached per user.
+        let identity = format!("{:?}", (&user.username, &user.uid, &user.groups, &user.extra));
+        let key =
+            CacheKey { token_hash: decision::token_hash(&identity), verb: verb.to_owned(), path: path.to_owned() };
+        if let Some(cached) = self.cache().get(&key, Instant::now()) {
+            return cached;
+        }
+        let decision = match self.review_access(user, verb, path).await {
+            Ok(status) => decision::access_decision(&name, verb, path, status),
+            Err(failure) => return self.unavailable(failure),
+        };
+        self.remember(key, decision.clone());
+        decision
+    }
+
+    /// Caches `decision` for as long as its parts may be cached: the token's answer and the
+    /// SubjectAccessReview's (allowing or denying).
+    fn remember(&self, key: CacheKey, decision: Decision) {
+        let s = &self.inner.settings;
+        let ttl = match decision {
+            Decision::Allowed { .. } => s.token_cache_ttl.min(s.authorized_cache_ttl),
+            Decision::Forbidden { .. } => s.token_cache_ttl.min(s.unauthorized_cache_ttl),
+            Decision::Unauthenticated { .. } | Decision::Unavailable { .. } => s.token_cache_ttl,
+        };
+        self.cache().insert_for(key, decision, Instant::now(), ttl);
     }
 
     /// Decide whether the bearer token in `authorization` (the `Authorization` header) may
@@ -108,7 +259,7 @@ impl DelegatingAuth {
             return cached;
         }
         let decision = self.review(token, verb, path).await;
-        self.cache().insert(key, decision.clone(), Instant::now());
+        self.remember(key, decision.clone());
         decision
     }
 
@@ -137,7 +288,7 @@ impl DelegatingAuth {
             spec: TokenReviewSpec { token: token.to_owned(), audiences: None },
             ..TokenReview::default()
         };
-        let api: Api<TokenReview> = Api::all(self.inner.client.clone());
+        let api: Api<TokenReview> = Api::all(self.inner.authentication.clone());
         let created = create(&api, &review, TOKEN_REVIEWS).await?;
         Ok(decision::reviewed_user(created.status))
     }
@@ -162,7 +313,7 @@ impl DelegatingAuth {
             },
             ..SubjectAccessReview::default()
         };
-        let api: Api<SubjectAccessReview> = Api::all(self.inner.client.clone());
+        let api: Api<SubjectAccessReview> = Api::all(self.inner.authorization.clone());
         Ok(create(&api, &review, ACCESS_REVIEWS).await?.status)
     }
 
@@ -209,5 +360,21 @@ where
             forbidden: false,
             detail: format!("no answer within {}s", REVIEW_TIMEOUT.as_secs()),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn always_allowed_paths_match_exactly_by_prefix_or_below_a_probe() {
+        let patterns: Vec<String> = ["/healthz", "/readyz", "/debug/*", "/metrics"].map(str::to_owned).to_vec();
+        for allowed in ["/healthz", "/healthz/ping", "/readyz/informer-sync", "/debug/", "/debug/pprof", "/metrics"] {
+            assert!(path_matches(&patterns, allowed), "{allowed}");
+        }
+        for refused in ["/livez", "/healthzx", "/metrics/x", "/debug", "/"] {
+            assert!(!path_matches(&patterns, refused), "{refused}");
+        }
     }
 }

@@ -38,6 +38,7 @@ pub fn loopback_settings(port: u16) -> SecureServing {
         cert_file: None,
         key_file: None,
         cert_name: "test-controller-manager".to_owned(),
+        ..SecureServing::default()
     }
 }
 
