@@ -14,7 +14,7 @@ use cloud_controllers::{
 use controller_serving::{CaBundle, RequestHeaderSettings, SniCertKey, TlsParams};
 use ipnet::IpNet;
 
-use crate::args::VmoduleDirective;
+use crate::args::compat::VmoduleDirective;
 use crate::controller_set::ControllerSet;
 
 /// Everything the flags resolve to.

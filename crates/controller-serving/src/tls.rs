@@ -4,22 +4,16 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
     SanType,
 };
-use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use rustls::server::danger::ClientCertVerifier;
-use rustls::sign::CertifiedKey;
 
-use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
-use crate::server::SecureServing;
-use crate::sni::SniResolver;
+use crate::error::ServeError;
 
 /// How long the generated certificates are valid (from one hour before generation, as
 /// upstream does against clock skew).
@@ -30,48 +24,6 @@ const BACKDATE: Duration = Duration::from_secs(60 * 60);
 pub(crate) struct ServingCertificate {
     pub(crate) chain: Vec<CertificateDer<'static>>,
     pub(crate) key: PrivateKeyDer<'static>,
-}
-
-/// The TLS configuration for the given files, or for a fresh self-signed certificate when
-/// neither file is given; also returns the certificate chain the server presents.
-pub(crate) fn server_config(
-    settings: &SecureServing,
-    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
-) -> Result<(Arc<ServerConfig>, Vec<CertificateDer<'static>>), ServeError> {
-    let (cert_name, bind_address, params) = (&settings.cert_name, settings.bind_address, &settings.tls);
-    let (certificate, files) = match (settings.cert_file.as_deref(), settings.key_file.as_deref()) {
-        (Some(cert), Some(key)) => (from_files(cert, key)?, Some((cert, key))),
-        (Some(_), None) => return Err(ServeError::IncompletePair { given: CERT_FILE_FLAG, missing: KEY_FILE_FLAG }),
-        (None, Some(_)) => return Err(ServeError::IncompletePair { given: KEY_FILE_FLAG, missing: CERT_FILE_FLAG }),
-        (None, None) => {
-            (self_signed(cert_name, &subject_alt_names(hostname().as_deref(), bind_address), SystemTime::now())?, None)
-        }
-    };
-    let chain = certificate.chain.clone();
-    let unusable = |reason: String| match files {
-        Some((cert, key)) => ServeError::Pair { cert: cert.to_owned(), key: key.to_owned(), reason },
-        None => ServeError::SelfSigned(reason),
-    };
-    let provider = params.provider();
-    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(&params.versions())
-        .map_err(|e| ServeError::TlsParams(e.to_string()))?;
-    let builder = match client_verifier {
-        Some(verifier) => builder.with_client_cert_verifier(verifier),
-        None => builder.with_no_client_auth(),
-    };
-    let mut config = if settings.sni_certificates.is_empty() {
-        builder.with_single_cert(certificate.chain, certificate.key).map_err(|e| unusable(e.to_string()))?
-    } else {
-        let default = CertifiedKey::from_der(certificate.chain, certificate.key, &provider)
-            .map_err(|e| unusable(e.to_string()))?;
-        let resolver = SniResolver::new(Arc::new(default), &settings.sni_certificates, &provider)?;
-        builder.with_cert_resolver(Arc::new(resolver))
-    };
-    // `--disable-http2-serving`: HTTP/2 is then never chosen by ALPN.
-    config.alpn_protocols =
-        if settings.http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
-    Ok((Arc::new(config), chain))
 }
 
 /// Read a PEM certificate chain and a PEM private key (PKCS#8, PKCS#1 or SEC1).
@@ -120,7 +72,7 @@ pub(crate) fn subject_alt_names(hostname: Option<&str>, bind_address: IpAddr) ->
 }
 
 /// This machine's host name (Linux: `/proc/sys/kernel/hostname`).
-fn hostname() -> Option<String> {
+pub(crate) fn hostname() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|name| name.trim().to_owned())
 }
 
@@ -190,6 +142,10 @@ pub(crate) fn self_signed(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use rustls::ServerConfig;
+
     use super::*;
 
     fn ip(s: &str) -> IpAddr {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args};
 
-use super::{go_bool, go_duration};
+use super::values::{go_bool, go_duration};
 
 /// Accepted flags without an effect here. Each is `None` unless given.
 #[derive(Debug, Clone, Args)]

@@ -10,7 +10,6 @@ use std::time::Duration;
 use clap::{ArgAction, Args};
 use cloud_controllers::route::MIN_RECONCILE_INTERVAL;
 use cloud_controllers::{NodeControllerConfig, NodeLifecycleConfig, ReconcileMode};
-use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 
 use crate::controller_set::ControllerSet;
 pub use crate::options::LogFormat;
@@ -18,7 +17,7 @@ use crate::options::{
     KubeOptions, LeaderElectionOptions, LoggingOptions, Options, RouteOptions, SecureServingOptions, ServiceOptions,
 };
 
-mod compat;
+pub(crate) mod compat;
 mod serving;
 pub use compat::{LoggingArgs, NoEffectArgs, VmoduleDirective, parse_vmodule};
 pub use serving::{AuthArgs, ServingArgs};
@@ -27,14 +26,7 @@ pub use values::{
     FeatureGates, WATCH_BASED_ROUTES_GATE, parse_cluster_cidrs, parse_feature_gates, validate_node_controller,
     validate_node_lifecycle_controller, validate_qualified_name,
 };
-
-fn go_bool(s: &str) -> Result<bool, String> {
-    parse_go_bool(s).ok_or_else(|| format!("{s:?} is not a boolean; accepted: true, false, 1, 0, t, f"))
-}
-
-fn go_duration(s: &str) -> Result<Duration, String> {
-    parse_go_duration(s).ok_or_else(|| format!("{s:?} is not a duration; use Go syntax like 5s, 1m30s, 5m0s"))
-}
+use values::{go_bool, go_duration};
 
 /// The flags of upstream's cloud-controller-manager. Flags marked `[compat]` are accepted so
 /// existing arguments keep working, and have no effect.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args};
 use controller_serving::{CaBundle, HTTP2_MAX_STREAMS, RequestHeaderSettings, SniCertKey, parse_tls_params};
 
-use super::{go_bool, go_duration};
+use super::values::{go_bool, go_duration};
 use crate::options::AuthOptions;
 
 /// TLS, HTTP/2 and socket flags of the secure port.

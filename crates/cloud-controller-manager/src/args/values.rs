@@ -2,7 +2,9 @@
 //! CIDRs, a `loadBalancerClass` name, upstream's node-controller rules.
 
 use cloud_controllers::route::plan::parse_cidr_sloppy;
-use cloud_provider::helpers::go_syntax::parse_go_bool;
+use std::time::Duration;
+
+use cloud_provider::helpers::go_syntax::{parse_go_bool, parse_go_duration};
 use cloud_provider::helpers::label_selector::{is_dns_subdomain, is_name_segment};
 use ipnet::IpNet;
 
@@ -119,4 +121,14 @@ pub fn validate_node_lifecycle_controller(concurrent_node_lifecycle_syncs: i64) 
         )];
     }
     Vec::new()
+}
+
+/// clap's parser of a Go boolean flag value (`strconv.ParseBool`).
+pub(crate) fn go_bool(s: &str) -> Result<bool, String> {
+    parse_go_bool(s).ok_or_else(|| format!("{s:?} is not a boolean; accepted: true, false, 1, 0, t, f"))
+}
+
+/// clap's parser of a Go duration flag value (`time.ParseDuration`).
+pub(crate) fn go_duration(s: &str) -> Result<Duration, String> {
+    parse_go_duration(s).ok_or_else(|| format!("{s:?} is not a duration; use Go syntax like 5s, 1m30s, 5m0s"))
 }

@@ -164,7 +164,7 @@ impl DelegatingAuth {
         authentication: Client,
         authorization: Client,
         settings: AuthSettings,
-    ) -> Result<Self, crate::ServeError> {
+    ) -> Result<Self, crate::error::ServeError> {
         let client_certs = ClientCertAuth::load(&settings.client_certificates)?;
         Ok(Self::build(authentication, authorization, settings, client_certs))
     }
