@@ -10,7 +10,8 @@
 //!   3. an unknown server (new, or cold cache) triggers a snapshot refresh; concurrent
 //!      refreshes are coalesced into one list (single flight);
 //!   4. a known server whose entry went stale is refreshed alone (`GET /servers/{id}` or
-//!      `?name=`), which is cheaper than a list for the odd node the lifecycle checks.
+//!      `?name=`), which is cheaper than a list for the odd node the lifecycle checks —
+//!      unless a list is under way (its answer is as current: wait for it).
 //!
 //!   Bulk callers (the periodic address refresh, a burst of initializations) announce
 //!   themselves with [`Inventory::prefetch`]; if enough of their servers are stale for a list
@@ -18,7 +19,10 @@
 //!   servers are *pinned*: the next lookup of each is answered from that bulk fetch (once),
 //!   as long as the answer is within the lookup's max age — so a burst of node
 //!   initializations paced by the Kubernetes client's rate limit costs one list per max age,
-//!   not one request per node.
+//!   not one request per node. When a pin has aged past its lookup's max age (the burst
+//!   outlasted it), that lookup and the others whose pins aged alike are announced again, so
+//!   the burst's next stretch is one list too, not one request per node until the next
+//!   announcement.
 //!
 //!   Callers that need current answers for a few servers (nodes that just turned NotReady)
 //!   use [`Inventory::recheck`]: each is fetched now (one request each, or one list when that
@@ -229,11 +233,22 @@ impl Inventory {
 
     /// The answer and whether it came from a direct single-server lookup just now.
     async fn answer(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
-        if let Some(pin) = self.lock().pinned.remove(lookup)
-            && pin.at.elapsed() <= max_age.min(PIN_TTL)
-        {
-            self.stats.hits.inc();
-            return Ok((pin.server, pin.source));
+        let pin = self.lock().pinned.remove(lookup);
+        if let Some(pin) = pin {
+            if pin.at.elapsed() <= max_age.min(PIN_TTL) {
+                self.stats.hits.inc();
+                return Ok((pin.server, pin.source));
+            }
+            // Announced with others whose pins aged out alike (a burst of initializations
+            // outlasting the max age): refresh them as a bulk again, as the announcement would
+            // have, instead of one request each.
+            self.reannounce_stale_pins(lookup, max_age).await;
+            if let Some(pin) = self.lock().pinned.remove(lookup)
+                && pin.at.elapsed() <= max_age.min(PIN_TTL)
+            {
+                self.stats.hits.inc();
+                return Ok((pin.server, pin.source));
+            }
         }
         match self.mode {
             CacheMode::Off => {
@@ -268,6 +283,11 @@ impl Inventory {
         };
         self.stats.misses.inc();
         if known {
+            if self.refresh.try_lock().is_err() {
+                // A list is under way: its answer is as current as a single request's.
+                self.refresh_snapshot(generation).await?;
+                return Ok((self.lock().find(lookup).map(|e| e.server.clone()), Source::Cached));
+            }
             return Ok((self.fetch_single_and_store(lookup).await?, Source::Direct));
         }
         self.refresh_snapshot(generation).await?;
@@ -330,6 +350,21 @@ impl Inventory {
         for (lookup, server, at) in pins {
             s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
         }
+    }
+
+    /// Announces again (see [`Inventory::prefetch`]) `lookup` and every other pinned lookup
+    /// whose pin is older than `max_age`: one list when they are at least as many as its
+    /// pages, else nothing (each is then looked up alone).
+    async fn reannounce_stale_pins(&self, lookup: &Lookup, max_age: Duration) {
+        if self.mode != CacheMode::All {
+            return;
+        }
+        let mut stale: Vec<Lookup> = {
+            let s = self.lock();
+            s.pinned.iter().filter(|(_, pin)| pin.at.elapsed() > max_age).map(|(l, _)| l.clone()).collect()
+        };
+        stale.push(lookup.clone());
+        self.prefetch(&stale, max_age).await;
     }
 
     /// Fetches the servers of `lookups` now and pins the answers for their next lookup:

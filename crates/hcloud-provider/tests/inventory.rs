@@ -126,16 +126,35 @@ async fn prefetch_lists_once_and_pins_answers_within_the_max_age() {
     assert_eq!(h.request_log().len(), 3);
 
     // A pin older than the lookup's max age is not served: the caller asked for fresher data.
+    // The 20 pins left aged alike (the burst outlasted the max age): the burst is announced
+    // again, one list for all of them rather than one request each.
     age(SHORT).await;
     assert!(inv.get(&all[100], SHORT).await.expect("lookup").is_some());
-    let log = h.request_log();
-    assert_eq!(log.len(), 4, "the stale pin is refreshed with one request");
-    let last = log.last().expect("request");
-    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n101")), "a single by-name lookup: {last:?}");
+    assert_eq!((lists(&h), gets(&h)), (6, 0), "one more 3-page list for the 20 stale pins");
+    for l in &all[101..] {
+        assert!(inv.get(l, SHORT).await.expect("lookup").is_some(), "{l:?} answered from its new pin");
+    }
+    assert_eq!(h.request_log().len(), 6, "the rest of the burst costs nothing more");
     // A burst announced again after its data aged is listed again (once).
+    age(SHORT + Duration::from_secs(1)).await;
     inv.prefetch(&all[101..], SHORT).await;
-    // 3 pages, the by-name GET /servers?name=n101 (same endpoint), 3 pages.
-    assert_eq!(lists(&h), 7, "one more 3-page list for the 19 stale servers");
+    assert_eq!(lists(&h), 9, "one more 3-page list for the 19 stale servers");
+}
+
+#[tokio::test]
+async fn few_stale_pins_are_refreshed_alone() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let two: Vec<Lookup> = (1..=2).map(|i| Lookup::Name(format!("n{i}"))).collect();
+    inv.prefetch(&two, SHORT).await;
+    assert_eq!(lists(&h), 3, "cold cache: one list");
+    age(SHORT + Duration::from_secs(1)).await;
+    assert!(inv.get(&two[0], SHORT).await.expect("lookup").is_some());
+    let log = h.request_log();
+    assert_eq!(log.len(), 4, "two stale pins are cheaper one by one than a 3-page list");
+    let last = log.last().expect("request");
+    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n1")), "a single by-name lookup: {last:?}");
 }
 
 #[tokio::test]
