@@ -79,6 +79,10 @@ struct Pin {
     server: Option<Arc<Server>>,
     source: Source,
     at: Instant,
+    /// When its lookup was first announced: a burst is announced again (see
+    /// [`Inventory::reannounce_stale_pins`]) only within [`PIN_TTL`] of that, so pins of
+    /// lookups that never come do not renew themselves forever.
+    announced: Instant,
 }
 
 #[derive(Default)]
@@ -233,22 +237,21 @@ impl Inventory {
 
     /// The answer and whether it came from a direct single-server lookup just now.
     async fn answer(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
-        let pin = self.lock().pinned.remove(lookup);
-        if let Some(pin) = pin {
-            if pin.at.elapsed() <= max_age.min(PIN_TTL) {
-                self.stats.hits.inc();
-                return Ok((pin.server, pin.source));
-            }
-            // Announced with others whose pins aged out alike (a burst of initializations
-            // outlasting the max age): refresh them as a bulk again, as the announcement would
-            // have, instead of one request each.
-            self.reannounce_stale_pins(lookup, max_age).await;
-            if let Some(pin) = self.lock().pinned.remove(lookup)
-                && pin.at.elapsed() <= max_age.min(PIN_TTL)
-            {
-                self.stats.hits.inc();
-                return Ok((pin.server, pin.source));
-            }
+        if let Some(pin) = self.lock().pinned.remove(lookup)
+            && pin.at.elapsed() <= max_age.min(PIN_TTL)
+        {
+            self.stats.hits.inc();
+            return Ok((pin.server, pin.source));
+        }
+        // Stale data while a burst's pins aged out alike (a burst of initializations outlasting
+        // the max age): refresh them as a bulk again, as the announcement would have, instead
+        // of one request each until the next announcement.
+        if self.reannounce_stale_pins(lookup, max_age).await
+            && let Some(pin) = self.lock().pinned.remove(lookup)
+            && pin.at.elapsed() <= max_age.min(PIN_TTL)
+        {
+            self.stats.hits.inc();
+            return Ok((pin.server, pin.source));
         }
         match self.mode {
             CacheMode::Off => {
@@ -317,6 +320,11 @@ impl Inventory {
     /// snapshot now if that is cheaper than refreshing the stale ones one by one, and pins
     /// the answers so the announced lookups are served from it.
     pub async fn prefetch(&self, lookups: &[Lookup], max_age: Duration) {
+        self.prefetch_announced(lookups, max_age, Instant::now()).await;
+    }
+
+    /// [`Inventory::prefetch`] of lookups first announced at `announced`.
+    async fn prefetch_announced(&self, lookups: &[Lookup], max_age: Duration, announced: Instant) {
         if self.mode != CacheMode::All || lookups.is_empty() {
             return;
         }
@@ -348,23 +356,35 @@ impl Inventory {
             })
             .collect();
         for (lookup, server, at) in pins {
-            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
+            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at, announced });
         }
     }
 
-    /// Announces again (see [`Inventory::prefetch`]) `lookup` and every other pinned lookup
-    /// whose pin is older than `max_age`: one list when they are at least as many as its
-    /// pages, else nothing (each is then looked up alone).
-    async fn reannounce_stale_pins(&self, lookup: &Lookup, max_age: Duration) {
+    /// When `lookup` has no answer within `max_age` and other pins aged past `max_age` (their
+    /// lookups announced within [`PIN_TTL`]): announces them all again (see
+    /// [`Inventory::prefetch`]): one list when they are at least as many as its pages, else
+    /// nothing (each is then looked up alone). True if it announced.
+    async fn reannounce_stale_pins(&self, lookup: &Lookup, max_age: Duration) -> bool {
         if self.mode != CacheMode::All {
-            return;
+            return false;
         }
-        let mut stale: Vec<Lookup> = {
+        let (mut stale, announced) = {
             let s = self.lock();
-            s.pinned.iter().filter(|(_, pin)| pin.at.elapsed() > max_age).map(|(l, _)| l.clone()).collect()
+            if s.find(lookup).is_some_and(|e| e.fetched.elapsed() <= max_age) {
+                return false;
+            }
+            let stale: Vec<(&Lookup, Instant)> = s
+                .pinned
+                .iter()
+                .filter(|(_, pin)| pin.at.elapsed() > max_age && pin.announced.elapsed() <= PIN_TTL)
+                .map(|(l, pin)| (l, pin.announced))
+                .collect();
+            let Some(announced) = stale.iter().map(|(_, at)| *at).min() else { return false };
+            (stale.into_iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(), announced)
         };
         stale.push(lookup.clone());
-        self.prefetch(&stale, max_age).await;
+        self.prefetch_announced(&stale, max_age, announced).await;
+        true
     }
 
     /// Fetches the servers of `lookups` now and pins the answers for their next lookup:
@@ -390,7 +410,7 @@ impl Inventory {
             let pins: Vec<(Lookup, Arc<Server>, Instant)> =
                 lookups.iter().filter_map(|l| s.find(l).map(|e| (l.clone(), e.server.clone(), e.fetched))).collect();
             for (lookup, server, at) in pins {
-                s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
+                s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at, announced: at });
             }
             return;
         }
@@ -398,7 +418,9 @@ impl Inventory {
             let at = Instant::now();
             match self.fetch_single_and_store(lookup).await {
                 Ok(server) => {
-                    self.lock().pinned.insert(lookup.clone(), Pin { server, source: Source::Direct, at });
+                    self.lock()
+                        .pinned
+                        .insert(lookup.clone(), Pin { server, source: Source::Direct, at, announced: at });
                 }
                 Err(e) => {
                     warn!(?lookup, error = %e, "recheck failed; the next lookup will retry");
