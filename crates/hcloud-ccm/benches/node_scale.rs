@@ -11,17 +11,24 @@
 //!    start (start-up checks included);
 //! 2. idle: the Hetzner requests over a window with every Node Ready (the periodic status
 //!    update runs every 5 minutes; a 300 s window holds one), extrapolated to an hour;
-//! 3. lifecycle: ten Nodes turn NotReady (their servers still running): the requests of the
+//! 3. the peak RSS (VmHWM) and CPU seconds (utime+stime) of that CCM process at the end of the
+//!    idle window;
+//!
+//! and with BENCH_EXTRA_PHASES=1 also
+//! 4. lifecycle: ten Nodes turn NotReady (their servers still running): the requests of the
 //!    transition and then per hour;
-//! 4. the peak RSS (VmHWM) and CPU seconds (utime+stime) of that CCM process at the end;
 //! 5. initialization again by a new process, with kubelets that register NotReady and turn
 //!    Ready only after initialization (what real kubelets do before the CNI runs), so the
 //!    lifecycle controller sees them all NotReady.
 //!
+//! The subjects take turns (official, hcloud-ccm, official, …) for BENCH_ROUNDS rounds; the
+//! table shows each figure's median and range.
+//!
 //! Run: `cargo bench -p hcloud-ccm --bench node_scale`
-//! Knobs (env): BENCH_SUBJECTS (`both`, default; `ours`; `official`), BENCH_NODES (default
-//! 500), BENCH_IDLE_SECS (default 300), BENCH_WINDOW_SECS (the NotReady window, default 60),
-//! BENCH_CCM_ARGS (extra flags for both, e.g. "--kube-api-qps=100 --kube-api-burst=200"),
+//! Knobs (env): BENCH_SUBJECTS (`both`, default; `ours`; `official`), BENCH_ROUNDS (default
+//! 1), BENCH_NODES (default 500), BENCH_IDLE_SECS (default 300), BENCH_EXTRA_PHASES (`1`: run
+//! phases 4 and 5), BENCH_WINDOW_SECS (the NotReady window, default 60), BENCH_CCM_ARGS
+//! (extra flags for both, e.g. "--kube-api-qps=100 --kube-api-burst=200"),
 //! BENCH_REQUEST_LOG_DIR (write each run's request log there).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
@@ -70,6 +77,7 @@ struct Bench {
     idle: Duration,
     window: Duration,
     extra: Vec<String>,
+    extra_phases: bool,
 }
 
 impl Bench {
@@ -149,9 +157,24 @@ impl Bench {
         let per_hour = idle.total as f64 * 3600.0 / t.elapsed().as_secs_f64();
         println!("2. idle, window {:.0} s: {} requests ⇒ {per_hour:.0}/hour", t.elapsed().as_secs_f64(), idle.total);
         common::print_counts("in the window", &h);
-        table.set(&format!("idle, {n} Nodes Ready: requests per hour"), Unit::PerHour, subject, per_hour);
+        table.set(
+            &format!(
+                "idle, {n} Nodes Ready: requests per hour (a {:.0} s window × {:.0})",
+                self.idle.as_secs_f64(),
+                3600.0 / self.idle.as_secs_f64()
+            ),
+            Unit::PerHour,
+            subject,
+            per_hour,
+        );
+        assert!(ccm.is_running(), "{} died:\n{}", subject.label(), ccm.logs());
+        table.process("the process after initialization and idle", subject, compare::proc_figures(ccm.pid()));
+        if !self.extra_phases {
+            ccm.stop().await.expect("stop");
+            return;
+        }
 
-        // 3. Lifecycle: ten Nodes NotReady, servers running.
+        // 4. Lifecycle: ten Nodes NotReady, servers running.
         let not_ready = NOT_READY.min(n);
         h.reset_requests();
         for i in 0..not_ready {
@@ -159,7 +182,7 @@ impl Bench {
         }
         tokio::time::sleep(Duration::from_secs(11)).await;
         let transition = h.request_counts();
-        println!("3. {not_ready} Nodes turn NotReady: {} requests in the 11 s after", transition.total);
+        println!("4. {not_ready} Nodes turn NotReady: {} requests in the 11 s after", transition.total);
         h.reset_requests();
         let t = Instant::now();
         tokio::time::sleep(self.window).await;
@@ -184,7 +207,7 @@ impl Bench {
             lifecycle_per_hour,
         );
         assert!(ccm.is_running(), "{} died:\n{}", subject.label(), ccm.logs());
-        table.process("that process at the end", subject, compare::proc_figures(ccm.pid()));
+        table.process("that process after the NotReady window", subject, compare::proc_figures(ccm.pid()));
         ccm.stop().await.expect("stop");
 
         // 5. Initialization by a new process, kubelets NotReady until initialized.
@@ -217,19 +240,28 @@ async fn main() {
     let idle = Duration::from_secs(env_or("BENCH_IDLE_SECS", 300));
     let window = Duration::from_secs(env_or("BENCH_WINDOW_SECS", 60));
     let extra = compare::extra_args();
+    let extra_phases = env_or("BENCH_EXTRA_PHASES", 0) == 1;
+    let rounds = env_or("BENCH_ROUNDS", 1).max(1);
     let subjects = compare::subjects();
-    println!("node_scale: {n} nodes, subjects {subjects:?}, chart defaults + HCLOUD_NETWORK, extra flags {extra:?}");
+    println!(
+        "node_scale: {n} nodes, subjects {subjects:?}, {rounds} round(s), chart defaults + HCLOUD_NETWORK, extra flags {extra:?}"
+    );
 
     let cp = ControlPlane::start().await.expect("control plane");
     let client = cp.admin_client().await.expect("client");
     let nodes: Api<Node> = Api::all(client.clone());
-    let bench = Bench { cp, client, nodes, n, idle, window, extra };
+    let bench = Bench { cp, client, nodes, n, idle, window, extra, extra_phases };
     let mut table = Table::new(format!("node_scale: {n} Nodes"));
     let mut endpoints = [Vec::new(), Vec::new()];
-    for subject in subjects {
-        bench.run(subject, &mut table, &mut endpoints).await;
+    for round in 1..=rounds {
+        println!("\n=== round {round}/{rounds}");
+        for subject in &subjects {
+            bench.run(*subject, &mut table, &mut endpoints).await;
+        }
     }
     compare::print_endpoints(&format!("initialize {n} Nodes, kubelets Ready"), &endpoints[0]);
-    compare::print_endpoints(&format!("initialize {n} Nodes, kubelets NotReady"), &endpoints[1]);
+    if extra_phases {
+        compare::print_endpoints(&format!("initialize {n} Nodes, kubelets NotReady"), &endpoints[1]);
+    }
     table.print();
 }

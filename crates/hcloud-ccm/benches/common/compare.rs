@@ -148,14 +148,35 @@ impl Unit {
             Unit::PerHour => format!("{v:.0}/h"),
         }
     }
+
+    /// Without the unit (for ranges).
+    fn format_bare(self, v: f64) -> String {
+        match self {
+            Unit::Count | Unit::PerHour => format!("{v:.0}"),
+            Unit::Secs | Unit::Mib => format!("{v:.1}"),
+        }
+    }
 }
 
-/// The side-by-side table of one benchmark: a row per figure, a column per subject, and the
-/// ratio official/ours.
+/// The side-by-side table of one benchmark: a row per figure, a column per subject (the
+/// median over the rounds, with the range when there were several), and the ratio of the
+/// medians, official/ours.
 #[derive(Debug, Default)]
 pub struct Table {
     title: String,
-    rows: Vec<(String, Unit, BTreeMap<Subject, f64>)>,
+    rows: Vec<(String, Unit, BTreeMap<Subject, Vec<f64>>)>,
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `None` if empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
 impl Table {
@@ -164,37 +185,48 @@ impl Table {
         Table { title: title.into(), rows: Vec::new() }
     }
 
-    /// Sets `subject`'s value of the figure `label` (rows keep the order they were first set in).
+    /// Adds one round's value of the figure `label` for `subject` (rows keep the order they
+    /// were first set in).
     pub fn set(&mut self, label: &str, unit: Unit, subject: Subject, value: f64) {
         if let Some(row) = self.rows.iter_mut().find(|(l, _, _)| l == label) {
-            row.2.insert(subject, value);
+            row.2.entry(subject).or_default().push(value);
         } else {
-            self.rows.push((label.to_owned(), unit, BTreeMap::from([(subject, value)])));
+            self.rows.push((label.to_owned(), unit, BTreeMap::from([(subject, vec![value])])));
         }
     }
 
-    /// Sets the request figures `label` (all) and `label, mutating`.
+    /// Adds the request figures `label` (all) and `label, mutating`.
     pub fn requests(&mut self, label: &str, subject: Subject, r: Requests) {
         self.set(label, Unit::Count, subject, r.all as f64);
-        self.set(&format!("{label}: mutating (non-GET)"), Unit::Count, subject, r.mutating as f64);
+        self.set(&format!("{label}, of which mutating (non-GET)"), Unit::Count, subject, r.mutating as f64);
     }
 
-    /// Sets a process's peak RSS and CPU seconds.
+    /// Adds a process's peak RSS and CPU seconds.
     pub fn process(&mut self, what: &str, subject: Subject, p: ProcFigures) {
         self.set(&format!("{what}: peak RSS (VmHWM)"), Unit::Mib, subject, p.peak_rss_mib);
-        self.set(&format!("{what}: CPU (utime+stime)"), Unit::Secs, subject, p.cpu_secs);
+        self.set(&format!("{what}: CPU time (utime+stime)"), Unit::Secs, subject, p.cpu_secs);
     }
 
     /// Prints the table (Markdown).
     pub fn print(&self) {
-        println!("\n## {}\n", self.title);
+        let rounds = self.rows.iter().flat_map(|(_, _, v)| v.values().map(Vec::len)).max().unwrap_or(0);
+        println!("\n## {} (median of {rounds} round(s){})\n", self.title, if rounds > 1 { "; min–max" } else { "" });
         println!("| | official v1.35.0 | hcloud-ccm | official/ours |");
         println!("|---|---:|---:|---:|");
         for (label, unit, values) in &self.rows {
-            let cell = |s: Subject| values.get(&s).map_or_else(|| "–".to_owned(), |v| unit.format(*v));
-            let ratio = match (values.get(&Subject::Official), values.get(&Subject::Ours)) {
-                (Some(o), Some(u)) if *u > 0.0 => format!("{:.2}", o / u),
-                (Some(o), Some(_)) if *o > 0.0 => "∞".to_owned(),
+            let cell = |s: Subject| match values.get(&s) {
+                Some(v) if v.len() > 1 => {
+                    let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+                    let m = median(v).unwrap_or_default();
+                    format!("{} ({}–{})", unit.format(m), unit.format_bare(lo), unit.format_bare(hi))
+                }
+                Some(v) => median(v).map_or_else(|| "–".to_owned(), |m| unit.format(m)),
+                None => "–".to_owned(),
+            };
+            let med = |s: Subject| values.get(&s).and_then(|v| median(v));
+            let ratio = match (med(Subject::Official), med(Subject::Ours)) {
+                (Some(o), Some(u)) if u > 0.0 => format!("{:.2}", o / u),
+                (Some(o), Some(_)) if o > 0.0 => "∞".to_owned(),
                 (Some(_), Some(_)) => "=".to_owned(),
                 _ => "–".to_owned(),
             };
