@@ -148,7 +148,7 @@ impl Bench {
         let last = compare::wait_quiet(&h, started, QUIET).await;
         let counts = h.request_counts();
         println!(
-            "1. {services} Services converged {:.1} s after the first was created; last request at {:.1} s; {} requests",
+            "1. {services} Services converged {:.1} s after the first was created; quiet from {:.1} s on; {} requests",
             converged.as_secs_f64(),
             last.as_secs_f64(),
             counts.total

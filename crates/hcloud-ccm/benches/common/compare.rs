@@ -59,9 +59,9 @@ pub async fn wait_started(ccm: &ChildProcess, h: &FakeHandle, network: bool) {
 }
 
 /// Waits until the fake saw no request for `quiet`; returns the time from `since` to the last
-/// request seen (zero if none came after `since`).
+/// request seen while waiting (or to the call, if none came).
 pub async fn wait_quiet(h: &FakeHandle, since: Instant, quiet: Duration) -> Duration {
-    let mut last = (h.request_counts().total, since);
+    let mut last = (h.request_counts().total, Instant::now());
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let now = h.request_counts().total;
