@@ -1,19 +1,35 @@
-//! Benchmark (not a test): hcloud-ccm with many nodes against a real kube-apiserver and the
-//! Hetzner fake.
+//! Benchmark (not a test): hcloud-ccm and the official CCM (v1.35.0) with many nodes against a
+//! real kube-apiserver and the Hetzner fake, side by side.
 //!
-//! Measures:
-//! 1. time from registering N nodes at once (like N kubelets) until all are initialized, and
-//!    the Hetzner API requests that took (from the CCM's start, including its start-up checks):
-//!    1a. kubelets that register Ready (the best case);
-//!    1b. kubelets that register NotReady and turn Ready only after initialization (what real
-//!    kubelets do before the CNI runs), so the lifecycle controller sees them all NotReady;
-//! 2. steady state: Hetzner requests caused by the periodic address refresh and by lifecycle
-//!    monitoring, observed over a window and extrapolated to an hour at the default periods;
-//! 3. resident memory of the hcloud-ccm process, and its peak (VmHWM).
+//! Each subject runs on a fresh fake seeded alike (N servers in the network `k8s`) and a
+//! cleaned cluster, with the chart's default flags (`--route-reconciliation-period=30s
+//! --webhook-secure-port=0 --feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true`,
+//! upstream's node monitor period and status update frequency) and `HCLOUD_NETWORK=k8s`.
+//! Measures, per subject:
+//! 1. initialization: N kubelets register at once, Ready; the time until every Node has its
+//!    providerID and lost the uninitialized taint, and the Hetzner requests from the CCM's
+//!    start (start-up checks included);
+//! 2. idle: the Hetzner requests over a window with every Node Ready (the periodic status
+//!    update runs every 5 minutes; a 300 s window holds one), extrapolated to an hour;
+//! 3. the peak RSS (VmHWM) and CPU seconds (utime+stime) of that CCM process at the end of the
+//!    idle window;
+//!
+//! and with BENCH_EXTRA_PHASES=1 also
+//! 4. lifecycle: ten Nodes turn NotReady (their servers still running): the requests of the
+//!    transition and then per hour;
+//! 5. initialization again by a new process, with kubelets that register NotReady and turn
+//!    Ready only after initialization (what real kubelets do before the CNI runs), so the
+//!    lifecycle controller sees them all NotReady.
+//!
+//! The subjects take turns (official, hcloud-ccm, official, …) for BENCH_ROUNDS rounds; the
+//! table shows each figure's median and range.
 //!
 //! Run: `cargo bench -p hcloud-ccm --bench node_scale`
-//! Knobs (env): BENCH_NODES (default 500), BENCH_CCM_ARGS (extra flags, e.g.
-//! "--kube-api-qps=100 --kube-api-burst=200"), BENCH_WINDOW_SECS (default 60).
+//! Knobs (env): BENCH_SUBJECTS (`both`, default; `ours`; `official`), BENCH_ROUNDS (default
+//! 1), BENCH_NODES (default 500), BENCH_IDLE_SECS (default 300), BENCH_EXTRA_PHASES (`1`: run
+//! phases 4 and 5), BENCH_WINDOW_SECS (the NotReady window, default 60), BENCH_CCM_ARGS
+//! (extra flags for both, e.g. "--kube-api-qps=100 --kube-api-burst=200"),
+//! BENCH_REQUEST_LOG_DIR (write each run's request log there).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
@@ -22,23 +38,17 @@ mod common;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use hcloud_fake::control::{SeedNetwork, SeedServer};
+use hcloud_fake::control::{RequestCounts, SeedNetwork, SeedServer};
 use hcloud_fake::{FakeConfig, FakeServer};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
-use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready, set_ready};
+use test_harness::{ChildProcess, ControlPlane, NodeBuilder, Ready, UNINITIALIZED_TAINT_KEY, set_ready};
 
-use common::{env_or, print_counts, status_kib};
+use common::compare::{self, Requests, Subject, Table, Unit};
+use common::{clean, env_or};
 
-const TOKEN: &str = "benchtoken000000000000000000000000000000000000000000000000000000";
-
-fn rss_kib(pid: u32) -> u64 {
-    status_kib(pid, "VmRSS:")
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    status_kib(pid, "VmHWM:")
-}
+/// Nodes that turn NotReady in the lifecycle phase.
+const NOT_READY: usize = 10;
 
 async fn initialized_count(nodes: &Api<Node>) -> usize {
     nodes
@@ -50,76 +60,31 @@ async fn initialized_count(nodes: &Api<Node>) -> usize {
                 .filter(|n| {
                     let spec = n.spec.as_ref();
                     spec.and_then(|s| s.provider_id.as_ref()).is_some()
-                        && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|t| {
-                            t.iter().any(|t| t.key == "node.cloudprovider.kubernetes.io/uninitialized")
-                        })
+                        && !spec
+                            .and_then(|s| s.taints.as_ref())
+                            .is_some_and(|t| t.iter().any(|t| t.key == UNINITIALIZED_TAINT_KEY))
                 })
                 .count()
         })
         .unwrap_or(0)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let n = env_or("BENCH_NODES", 500) as usize;
-    let window = Duration::from_secs(env_or("BENCH_WINDOW_SECS", 60));
-    let extra: Vec<String> =
-        std::env::var("BENCH_CCM_ARGS").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-    println!("node_scale: {n} nodes, extra flags {extra:?}");
+struct Bench {
+    cp: ControlPlane,
+    client: kube::Client,
+    nodes: Api<Node>,
+    n: usize,
+    idle: Duration,
+    window: Duration,
+    extra: Vec<String>,
+    extra_phases: bool,
+}
 
-    let cp = ControlPlane::start().await.expect("control plane");
-    let client = cp.admin_client().await.expect("client");
-    let nodes: Api<Node> = Api::all(client.clone());
-
-    // A project with N servers in one private network; the fake's action delay stays at its
-    // default (nothing in node initialization waits for actions).
-    let fake = FakeServer::start(FakeConfig::default().with_rate_limit(1_000_000, 1000.0)).await.expect("fake");
-    let h = fake.handle();
-    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/16", "eu-central")).expect("net");
-    for i in 0..n {
-        h.seed_server(&SeedServer::new(&format!("node-{i:04}")).network(net)).expect("server");
-    }
-
-    let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
-    let endpoint = fake.base_url();
-    let start_ccm = |flags: &[String]| {
-        let mut args: Vec<&str> = vec![
-            "--cloud-provider=hcloud",
-            "--allow-untagged-cloud",
-            "--leader-elect=false",
-            "--secure-port=0",
-            &kubeconfig,
-        ];
-        args.extend(flags.iter().map(String::as_str));
-        ChildProcess::spawn(
-            std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")),
-            &args,
-            &[
-                ("HCLOUD_TOKEN", TOKEN),
-                ("HCLOUD_ENDPOINT", &endpoint),
-                ("HCLOUD_NETWORK", "k8s"),
-                ("RUST_LOG", "warn"),
-                ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
-            ],
-            "hcloud-ccm",
-        )
-        .expect("ccm")
-    };
-    // Started = the start-up checks (token, network) are done.
-    let wait_started = async |ccm: &ChildProcess, networks_before: u64| {
-        let t = Instant::now();
-        while h.request_count("GET /v1/networks") == networks_before {
-            assert!(t.elapsed() < Duration::from_secs(60), "ccm did not start:\n{}", ccm.logs());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
-
-    // Phase 1: the CCM with default flags (plus BENCH_CCM_ARGS).
-    let register_all = async |ready: Ready| {
-        futures::stream::iter(0..n)
+impl Bench {
+    async fn register_all(&self, ready: Ready) {
+        futures::stream::iter(0..self.n)
             .for_each_concurrent(32, |i| {
-                let client = client.clone();
+                let client = self.client.clone();
                 async move {
                     NodeBuilder::new(format!("node-{i:04}"))
                         .kubelet_hostname_address(true)
@@ -130,115 +95,173 @@ async fn main() {
                 }
             })
             .await;
-    };
-    let wait_initialized = async |ccm: &ChildProcess, started: Instant| loop {
-        let done = initialized_count(&nodes).await;
-        if done == n {
-            return started.elapsed();
-        }
-        assert!(started.elapsed() < Duration::from_secs(900), "only {done}/{n} initialized:\n{}", ccm.logs());
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-
-    // 1a. N kubelets register at once, Ready.
-    let ccm = start_ccm(&extra);
-    wait_started(&ccm, 0).await;
-    let rss_idle = rss_kib(ccm.pid());
-    let started = Instant::now();
-    register_all(Ready::True).await;
-    let registered = started.elapsed();
-    let init = wait_initialized(&ccm, started).await;
-    let rss_after_init = rss_kib(ccm.pid());
-    println!("\n1a. initialization, kubelets registered Ready");
-    println!(
-        "  {n} nodes registered in {:.1} s; all initialized {:.1} s after the first registration",
-        registered.as_secs_f64(),
-        init.as_secs_f64()
-    );
-    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake.handle());
-    ccm.stop().await.expect("stop");
-
-    // 1b. The same with kubelets that register NotReady and turn Ready once initialized.
-    nodes.delete_collection(&Default::default(), &ListParams::default()).await.expect("delete nodes");
-    while !nodes.list(&ListParams::default()).await.expect("list").items.is_empty() {
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    h.reset_requests();
-    let ccm = start_ccm(&extra);
-    wait_started(&ccm, 0).await;
-    let started = Instant::now();
-    register_all(Ready::False).await;
-    let init = wait_initialized(&ccm, started).await;
-    println!("\n1b. initialization, kubelets registered NotReady (the lifecycle controller sees {n} NotReady nodes)");
-    println!("  all {n} initialized {:.1} s after the first registration", init.as_secs_f64());
-    print_counts("since hcloud-ccm started (incl. token check and network lookup)", &fake.handle());
-    futures::stream::iter(0..n)
-        .for_each_concurrent(32, |i| {
-            let client = client.clone();
-            async move {
-                set_ready(&client, &format!("node-{i:04}"), Ready::True).await.expect("ready");
+
+    async fn wait_initialized(&self, ccm: &ChildProcess, started: Instant) -> Duration {
+        loop {
+            let done = initialized_count(&self.nodes).await;
+            if done == self.n {
+                return started.elapsed();
             }
-        })
-        .await;
-    let peak_init = peak_rss_kib(ccm.pid());
-    ccm.stop().await.expect("stop");
-
-    // Phase 2: steady state. The refresh runs every `refresh` here so a window sees a few
-    // passes; the per-hour figure is extrapolated to the default 5m.
-    let refresh = Duration::from_secs(20);
-    let mut flags = extra.clone();
-    flags.push(format!("--node-status-update-frequency={}s", refresh.as_secs()));
-    let networks_before = h.request_count("GET /v1/networks");
-    let ccm = start_ccm(&flags);
-    wait_started(&ccm, networks_before).await;
-    // Let the first refresh pass (run at start) finish before counting.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-
-    // 2a. All nodes Ready: only the periodic address refresh talks to Hetzner.
-    h.reset_requests();
-    tokio::time::sleep(window).await;
-    let passes = window.as_secs_f64() / refresh.as_secs_f64();
-    let refresh_requests = h.request_counts().total;
-    let per_pass = refresh_requests as f64 / passes;
-    println!(
-        "\n2a. steady state, all {n} nodes Ready, refresh every {}s, window {}s",
-        refresh.as_secs(),
-        window.as_secs()
-    );
-    print_counts("in the window", &fake.handle());
-    println!(
-        "  ≈ {per_pass:.1} requests per refresh pass ⇒ {:.0} requests/hour at the default 5m refresh (+0 from lifecycle: Ready nodes cost nothing)",
-        per_pass * 12.0
-    );
-
-    // 2b. Ten nodes turn NotReady (servers still running): the transition is rechecked once,
-    // then the lifecycle checks them every 5 s from the inventory.
-    let not_ready = 10.min(n);
-    h.reset_requests();
-    for i in 0..not_ready {
-        set_ready(&client, &format!("node-{i:04}"), Ready::False).await.expect("not ready");
+            assert!(ccm.is_running(), "{} exited:\n{}", ccm.name(), ccm.logs());
+            assert!(
+                started.elapsed() < Duration::from_secs(900),
+                "{}: only {done}/{} initialized:\n{}",
+                ccm.name(),
+                self.n,
+                ccm.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
-    // Two monitor periods: every transition has been seen and rechecked.
-    tokio::time::sleep(Duration::from_secs(11)).await;
-    println!("\n2b. {not_ready} nodes turn NotReady: the recheck of the transition");
-    print_counts("in the 11 s after the transition (including any refresh pass)", &fake.handle());
-    h.reset_requests();
-    tokio::time::sleep(window).await;
-    let total = h.request_counts().total as f64;
-    let lifecycle_per_hour = (total - per_pass * passes).max(0.0) * 3600.0 / window.as_secs_f64();
-    println!("\n2c. {not_ready} nodes NotReady (servers running), window {}s", window.as_secs());
-    print_counts("in the window", &fake.handle());
-    println!("  ≈ {lifecycle_per_hour:.0} requests/hour from lifecycle monitoring of {not_ready} NotReady nodes");
 
-    let rss_end = rss_kib(ccm.pid());
-    let peak = peak_rss_kib(ccm.pid()).max(peak_init);
+    /// One subject's run; its figures go into `table`, its request counts by phase into
+    /// `endpoints`.
+    async fn run(&self, subject: Subject, table: &mut Table, endpoints: &mut [Vec<(Subject, RequestCounts)>; 2]) {
+        let n = self.n;
+        println!("\n# {}", subject.label());
+        clean::remove_nodes_and_load_balancer_services(&self.client).await;
+        let fake = FakeServer::start(FakeConfig::default().with_rate_limit(1_000_000, 1000.0)).await.expect("fake");
+        let h = fake.handle();
+        let net =
+            h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/16", "eu-central")).expect("net");
+        for i in 0..n {
+            h.seed_server(&SeedServer::new(&format!("node-{i:04}")).network(net)).expect("server");
+        }
+        let config = compare::chart_config(&self.extra).env(&[("HCLOUD_NETWORK", "k8s")]);
+
+        // 1. Initialization, kubelets Ready.
+        let ccm = compare::start(subject, &self.cp, &fake.base_url(), &config);
+        compare::wait_started(&ccm, &h, true).await;
+        let started = Instant::now();
+        self.register_all(Ready::True).await;
+        let registered = started.elapsed();
+        let init = self.wait_initialized(&ccm, started).await;
+        let counts = h.request_counts();
+        println!(
+            "1. {n} Nodes registered Ready in {:.1} s; all initialized {:.1} s after the first registration: {} requests",
+            registered.as_secs_f64(),
+            init.as_secs_f64(),
+            counts.total
+        );
+        compare::dump_request_log(&h, &format!("node_scale-{}-init-ready", subject.label()));
+        table.requests(&format!("initialize {n} Nodes (kubelets Ready): requests"), subject, Requests::of(&counts));
+        table.set(&format!("initialize {n} Nodes (kubelets Ready): time"), Unit::Secs, subject, init.as_secs_f64());
+        endpoints[0].push((subject, counts));
+
+        // 2. Idle, every Node Ready.
+        h.reset_requests();
+        let t = Instant::now();
+        tokio::time::sleep(self.idle).await;
+        let idle = h.request_counts();
+        let per_hour = idle.total as f64 * 3600.0 / t.elapsed().as_secs_f64();
+        println!("2. idle, window {:.0} s: {} requests ⇒ {per_hour:.0}/hour", t.elapsed().as_secs_f64(), idle.total);
+        common::print_counts("in the window", &h);
+        table.set(
+            &format!(
+                "idle, {n} Nodes Ready: requests per hour (a {:.0} s window × {:.0})",
+                self.idle.as_secs_f64(),
+                3600.0 / self.idle.as_secs_f64()
+            ),
+            Unit::PerHour,
+            subject,
+            per_hour,
+        );
+        assert!(ccm.is_running(), "{} died:\n{}", subject.label(), ccm.logs());
+        table.process("the process after initialization and idle", subject, compare::proc_figures(ccm.pid()));
+        if !self.extra_phases {
+            ccm.stop().await.expect("stop");
+            return;
+        }
+
+        // 4. Lifecycle: ten Nodes NotReady, servers running.
+        let not_ready = NOT_READY.min(n);
+        h.reset_requests();
+        for i in 0..not_ready {
+            set_ready(&self.client, &format!("node-{i:04}"), Ready::False).await.expect("not ready");
+        }
+        tokio::time::sleep(Duration::from_secs(11)).await;
+        let transition = h.request_counts();
+        println!("4. {not_ready} Nodes turn NotReady: {} requests in the 11 s after", transition.total);
+        h.reset_requests();
+        let t = Instant::now();
+        tokio::time::sleep(self.window).await;
+        let lifecycle = h.request_counts();
+        let lifecycle_per_hour = lifecycle.total as f64 * 3600.0 / t.elapsed().as_secs_f64();
+        println!(
+            "   then {} requests in {:.0} s ⇒ {lifecycle_per_hour:.0}/hour",
+            lifecycle.total,
+            t.elapsed().as_secs_f64()
+        );
+        common::print_counts("in the window", &h);
+        table.set(
+            &format!("{not_ready} Nodes NotReady (servers running): requests in the 11 s after"),
+            Unit::Count,
+            subject,
+            transition.total as f64,
+        );
+        table.set(
+            &format!("{not_ready} Nodes NotReady (servers running): requests per hour"),
+            Unit::PerHour,
+            subject,
+            lifecycle_per_hour,
+        );
+        assert!(ccm.is_running(), "{} died:\n{}", subject.label(), ccm.logs());
+        table.process("that process after the NotReady window", subject, compare::proc_figures(ccm.pid()));
+        ccm.stop().await.expect("stop");
+
+        // 5. Initialization by a new process, kubelets NotReady until initialized.
+        clean::remove_nodes_and_load_balancer_services(&self.client).await;
+        h.reset_requests();
+        let ccm = compare::start(subject, &self.cp, &fake.base_url(), &config);
+        compare::wait_started(&ccm, &h, true).await;
+        let started = Instant::now();
+        self.register_all(Ready::False).await;
+        let init = self.wait_initialized(&ccm, started).await;
+        let counts = h.request_counts();
+        println!(
+            "5. {n} Nodes registered NotReady: all initialized {:.1} s after the first registration: {} requests",
+            init.as_secs_f64(),
+            counts.total
+        );
+        compare::dump_request_log(&h, &format!("node_scale-{}-init-not-ready", subject.label()));
+        table.requests(&format!("initialize {n} Nodes (kubelets NotReady): requests"), subject, Requests::of(&counts));
+        table.set(&format!("initialize {n} Nodes (kubelets NotReady): time"), Unit::Secs, subject, init.as_secs_f64());
+        endpoints[1].push((subject, counts));
+        assert!(ccm.is_running(), "{} died:\n{}", subject.label(), ccm.logs());
+        table.process("the NotReady-initialization process", subject, compare::proc_figures(ccm.pid()));
+        ccm.stop().await.expect("stop");
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n = env_or("BENCH_NODES", 500) as usize;
+    let idle = Duration::from_secs(env_or("BENCH_IDLE_SECS", 300));
+    let window = Duration::from_secs(env_or("BENCH_WINDOW_SECS", 60));
+    let extra = compare::extra_args();
+    let extra_phases = env_or("BENCH_EXTRA_PHASES", 0) == 1;
+    let rounds = env_or("BENCH_ROUNDS", 1).max(1);
+    let subjects = compare::subjects();
     println!(
-        "\n3. hcloud-ccm resident memory: {:.1} MiB idle, {:.1} MiB after initializing {n} nodes, {:.1} MiB at the end; peak {:.1} MiB",
-        rss_idle as f64 / 1024.0,
-        rss_after_init as f64 / 1024.0,
-        rss_end as f64 / 1024.0,
-        peak as f64 / 1024.0
+        "node_scale: {n} nodes, subjects {subjects:?}, {rounds} round(s), chart defaults + HCLOUD_NETWORK, extra flags {extra:?}"
     );
-    assert!(ccm.is_running(), "hcloud-ccm died:\n{}", ccm.logs());
-    ccm.stop().await.expect("stop");
+
+    let cp = ControlPlane::start().await.expect("control plane");
+    let client = cp.admin_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let bench = Bench { cp, client, nodes, n, idle, window, extra, extra_phases };
+    let mut table = Table::new(format!("node_scale: {n} Nodes"));
+    let mut endpoints = [Vec::new(), Vec::new()];
+    for round in 1..=rounds {
+        println!("\n=== round {round}/{rounds}");
+        for subject in &subjects {
+            bench.run(*subject, &mut table, &mut endpoints).await;
+        }
+    }
+    compare::print_endpoints(&format!("initialize {n} Nodes, kubelets Ready"), &endpoints[0]);
+    if extra_phases {
+        compare::print_endpoints(&format!("initialize {n} Nodes, kubelets NotReady"), &endpoints[1]);
+    }
+    table.print();
 }

@@ -10,7 +10,8 @@
 //!   3. an unknown server (new, or cold cache) triggers a snapshot refresh; concurrent
 //!      refreshes are coalesced into one list (single flight);
 //!   4. a known server whose entry went stale is refreshed alone (`GET /servers/{id}` or
-//!      `?name=`), which is cheaper than a list for the odd node the lifecycle checks.
+//!      `?name=`), which is cheaper than a list for the odd node the lifecycle checks —
+//!      unless a list is under way (its answer is as current: wait for it).
 //!
 //!   Bulk callers (the periodic address refresh, a burst of initializations) announce
 //!   themselves with [`Inventory::prefetch`]; if enough of their servers are stale for a list
@@ -18,7 +19,10 @@
 //!   servers are *pinned*: the next lookup of each is answered from that bulk fetch (once),
 //!   as long as the answer is within the lookup's max age — so a burst of node
 //!   initializations paced by the Kubernetes client's rate limit costs one list per max age,
-//!   not one request per node.
+//!   not one request per node. When a pin has aged past its lookup's max age (the burst
+//!   outlasted it), that lookup and the others whose pins aged alike are announced again, so
+//!   the burst's next stretch is one list too, not one request per node until the next
+//!   announcement.
 //!
 //!   Callers that need current answers for a few servers (nodes that just turned NotReady)
 //!   use [`Inventory::recheck`]: each is fetched now (one request each, or one list when that
@@ -75,6 +79,10 @@ struct Pin {
     server: Option<Arc<Server>>,
     source: Source,
     at: Instant,
+    /// When its lookup was first announced: a burst is announced again (see
+    /// [`Inventory::reannounce_stale_pins`]) only within [`PIN_TTL`] of that, so pins of
+    /// lookups that never come do not renew themselves forever.
+    announced: Instant,
 }
 
 #[derive(Default)]
@@ -235,6 +243,16 @@ impl Inventory {
             self.stats.hits.inc();
             return Ok((pin.server, pin.source));
         }
+        // Stale data while a burst's pins aged out alike (a burst of initializations outlasting
+        // the max age): refresh them as a bulk again, as the announcement would have, instead
+        // of one request each until the next announcement.
+        if self.reannounce_stale_pins(lookup, max_age).await
+            && let Some(pin) = self.lock().pinned.remove(lookup)
+            && pin.at.elapsed() <= max_age.min(PIN_TTL)
+        {
+            self.stats.hits.inc();
+            return Ok((pin.server, pin.source));
+        }
         match self.mode {
             CacheMode::Off => {
                 self.stats.misses.inc();
@@ -268,6 +286,11 @@ impl Inventory {
         };
         self.stats.misses.inc();
         if known {
+            if self.refresh.try_lock().is_err() {
+                // A list is under way: its answer is as current as a single request's.
+                self.refresh_snapshot(generation).await?;
+                return Ok((self.lock().find(lookup).map(|e| e.server.clone()), Source::Cached));
+            }
             return Ok((self.fetch_single_and_store(lookup).await?, Source::Direct));
         }
         self.refresh_snapshot(generation).await?;
@@ -297,6 +320,11 @@ impl Inventory {
     /// snapshot now if that is cheaper than refreshing the stale ones one by one, and pins
     /// the answers so the announced lookups are served from it.
     pub async fn prefetch(&self, lookups: &[Lookup], max_age: Duration) {
+        self.prefetch_announced(lookups, max_age, Instant::now()).await;
+    }
+
+    /// [`Inventory::prefetch`] of lookups first announced at `announced`.
+    async fn prefetch_announced(&self, lookups: &[Lookup], max_age: Duration, announced: Instant) {
         if self.mode != CacheMode::All || lookups.is_empty() {
             return;
         }
@@ -328,8 +356,35 @@ impl Inventory {
             })
             .collect();
         for (lookup, server, at) in pins {
-            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
+            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at, announced });
         }
+    }
+
+    /// When `lookup` has no answer within `max_age` and other pins aged past `max_age` (their
+    /// lookups announced within [`PIN_TTL`]): announces them all again (see
+    /// [`Inventory::prefetch`]): one list when they are at least as many as its pages, else
+    /// nothing (each is then looked up alone). True if it announced.
+    async fn reannounce_stale_pins(&self, lookup: &Lookup, max_age: Duration) -> bool {
+        if self.mode != CacheMode::All {
+            return false;
+        }
+        let (mut stale, announced) = {
+            let s = self.lock();
+            if s.find(lookup).is_some_and(|e| e.fetched.elapsed() <= max_age) {
+                return false;
+            }
+            let stale: Vec<(&Lookup, Instant)> = s
+                .pinned
+                .iter()
+                .filter(|(_, pin)| pin.at.elapsed() > max_age && pin.announced.elapsed() <= PIN_TTL)
+                .map(|(l, pin)| (l, pin.announced))
+                .collect();
+            let Some(announced) = stale.iter().map(|(_, at)| *at).min() else { return false };
+            (stale.into_iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(), announced)
+        };
+        stale.push(lookup.clone());
+        self.prefetch_announced(&stale, max_age, announced).await;
+        true
     }
 
     /// Fetches the servers of `lookups` now and pins the answers for their next lookup:
@@ -355,7 +410,7 @@ impl Inventory {
             let pins: Vec<(Lookup, Arc<Server>, Instant)> =
                 lookups.iter().filter_map(|l| s.find(l).map(|e| (l.clone(), e.server.clone(), e.fetched))).collect();
             for (lookup, server, at) in pins {
-                s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at });
+                s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at, announced: at });
             }
             return;
         }
@@ -363,7 +418,9 @@ impl Inventory {
             let at = Instant::now();
             match self.fetch_single_and_store(lookup).await {
                 Ok(server) => {
-                    self.lock().pinned.insert(lookup.clone(), Pin { server, source: Source::Direct, at });
+                    self.lock()
+                        .pinned
+                        .insert(lookup.clone(), Pin { server, source: Source::Direct, at, announced: at });
                 }
                 Err(e) => {
                     warn!(?lookup, error = %e, "recheck failed; the next lookup will retry");

@@ -126,16 +126,35 @@ async fn prefetch_lists_once_and_pins_answers_within_the_max_age() {
     assert_eq!(h.request_log().len(), 3);
 
     // A pin older than the lookup's max age is not served: the caller asked for fresher data.
+    // The 20 pins left aged alike (the burst outlasted the max age): the burst is announced
+    // again, one list for all of them rather than one request each.
     age(SHORT).await;
     assert!(inv.get(&all[100], SHORT).await.expect("lookup").is_some());
-    let log = h.request_log();
-    assert_eq!(log.len(), 4, "the stale pin is refreshed with one request");
-    let last = log.last().expect("request");
-    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n101")), "a single by-name lookup: {last:?}");
+    assert_eq!((lists(&h), gets(&h)), (6, 0), "one more 3-page list for the 20 stale pins");
+    for l in &all[101..] {
+        assert!(inv.get(l, SHORT).await.expect("lookup").is_some(), "{l:?} answered from its new pin");
+    }
+    assert_eq!(h.request_log().len(), 6, "the rest of the burst costs nothing more");
     // A burst announced again after its data aged is listed again (once).
+    age(SHORT + Duration::from_secs(1)).await;
     inv.prefetch(&all[101..], SHORT).await;
-    // 3 pages, the by-name GET /servers?name=n101 (same endpoint), 3 pages.
-    assert_eq!(lists(&h), 7, "one more 3-page list for the 19 stale servers");
+    assert_eq!(lists(&h), 9, "one more 3-page list for the 19 stale servers");
+}
+
+#[tokio::test]
+async fn few_stale_pins_are_refreshed_alone() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let two: Vec<Lookup> = (1..=2).map(|i| Lookup::Name(format!("n{i}"))).collect();
+    inv.prefetch(&two, SHORT).await;
+    assert_eq!(lists(&h), 3, "cold cache: one list");
+    age(SHORT + Duration::from_secs(1)).await;
+    assert!(inv.get(&two[0], SHORT).await.expect("lookup").is_some());
+    let log = h.request_log();
+    assert_eq!(log.len(), 4, "two stale pins are cheaper one by one than a 3-page list");
+    let last = log.last().expect("request");
+    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n1")), "a single by-name lookup: {last:?}");
 }
 
 #[tokio::test]
@@ -323,4 +342,44 @@ async fn a_404_page_that_is_not_the_apis_error_never_means_the_server_is_gone() 
     let i = instances(Arc::new(Inventory::new(client, CacheMode::Off)), None);
     assert!(!i.instance_exists(&nodes[1]).await.expect("confirmed gone"));
     assert!(i.instance_exists(&nodes[0]).await.expect("exists"));
+}
+
+#[tokio::test]
+async fn a_burst_whose_pin_another_lookup_took_is_still_listed_once() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let all: Vec<Lookup> = (1..=120).map(|i| Lookup::Name(format!("n{i}"))).collect();
+    inv.prefetch(&all, SHORT).await;
+    assert_eq!(lists(&h), 3);
+    // Another controller, with a longer max age, takes n1's pin.
+    assert!(inv.get(&all[0], LONG).await.expect("lookup").is_some());
+    age(SHORT + Duration::from_secs(1)).await;
+    // n1 has no pin and stale data, while the 119 pins left aged out: one list for them all.
+    assert!(inv.get(&all[0], SHORT).await.expect("lookup").is_some());
+    assert_eq!(lists(&h), 6, "one more 3-page list, no single request");
+    for l in &all[1..] {
+        assert!(inv.get(l, SHORT).await.expect("lookup").is_some());
+    }
+    assert_eq!(h.request_log().len(), 6, "the rest of the burst answered from the new pins");
+}
+
+#[tokio::test]
+async fn pins_of_lookups_that_never_come_are_renewed_only_within_the_pin_ttl() {
+    let (_f, h, client) = fake().await;
+    h.seed_servers(&SeedServerBatch::new("n", 120)).expect("seed");
+    let inv = Inventory::new(client, CacheMode::All);
+    let all: Vec<Lookup> = (1..=120).map(|i| Lookup::Name(format!("n{i}"))).collect();
+    inv.prefetch(&all, SHORT).await;
+    // Only n1 is ever looked up again, every 11 s: the 119 other pins renew with it (a list
+    // each time) until 180 s after their announcement, then n1 is refreshed alone.
+    let step = SHORT + Duration::from_secs(1);
+    let within_ttl = hcloud_provider::inventory::PIN_TTL.as_secs() / step.as_secs();
+    for _ in 0..within_ttl + 3 {
+        age(step).await;
+        assert!(inv.get(&all[0], SHORT).await.expect("lookup").is_some());
+    }
+    assert_eq!(lists(&h), 3 + within_ttl * 3 + 3, "a 3-page list per step within the TTL, then one single each");
+    let last = h.request_log().last().cloned().expect("request");
+    assert!(last.query.as_deref().is_some_and(|q| q.contains("name=n1")), "a single by-name lookup: {last:?}");
 }

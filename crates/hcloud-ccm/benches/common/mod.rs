@@ -1,7 +1,16 @@
 //! Helpers shared by the benchmarks: knobs from the environment, free ports, medians, the
-//! fake's request counts by endpoint, and `/proc` figures of a process.
+//! fake's request counts by endpoint, `/proc` figures of a process, and (in [`compare`]) the
+//! official CCM as a second subject.
 
-#![allow(dead_code, clippy::expect_used)]
+#![allow(dead_code, unused_imports, clippy::expect_used)]
+
+/// Cleaning the cluster between subjects, as the differential suite does.
+#[path = "../../tests/oracle/clean.rs"]
+pub mod clean;
+pub mod compare;
+/// The differential suite's launcher of the two CCMs (one place that starts them).
+#[path = "../../tests/oracle/subject.rs"]
+pub mod subject;
 
 use hcloud_fake::FakeHandle;
 

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
+pub mod clean;
 pub mod cluster;
 pub mod declared;
 pub mod snapshot;

@@ -46,7 +46,7 @@ impl Subject {
 }
 
 /// What a scenario configures, given to both CCMs alike.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// Environment (`HCLOUD_*`), besides the token, the endpoint and the metrics address.
     pub env: Vec<(String, String)>,
@@ -55,6 +55,15 @@ pub struct Config {
     /// `Some(lease)`: leader election on that Lease in `kube-system` with short timings;
     /// `None`: `--leader-elect=false`.
     pub lease: Option<String>,
+    /// `true` (the default): `--node-monitor-period=2s` (lifecycle scenarios settle quickly)
+    /// and `--v=2`; `false`: upstream's defaults for both, as the chart runs them (benchmarks).
+    pub test_timings: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { env: Vec::new(), args: Vec::new(), lease: None, test_timings: true }
+    }
 }
 
 impl Config {
@@ -67,6 +76,12 @@ impl Config {
     /// With flags.
     pub fn args(mut self, args: &[&str]) -> Self {
         self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// With upstream's node monitor period (5 s) and log verbosity, as the chart runs them.
+    pub fn chart_timings(mut self) -> Self {
+        self.test_timings = false;
         self
     }
 
@@ -96,8 +111,8 @@ fn free_port() -> u16 {
 /// Starts `subject` against the control plane and the fake at `endpoint`.
 ///
 /// Both get `--cloud-provider=hcloud --allow-untagged-cloud`, the node monitor at 2 s (so
-/// lifecycle scenarios settle quickly), secure port and metrics on free loopback ports, and
-/// the scenario's `config`. The official CCM reads the cluster as an admin (its RBAC is not
+/// lifecycle scenarios settle quickly; not with [`Config::chart_timings`]), secure port and
+/// metrics on free loopback ports, and the scenario's `config`. The official CCM reads the cluster as an admin (its RBAC is not
 /// under test here); hcloud-ccm as the RBAC-restricted identity its chart installs.
 pub fn spawn(subject: Subject, cp: &ControlPlane, endpoint: &str, config: &Config, name: &str) -> ChildProcess {
     let kubeconfig = match subject {
@@ -110,9 +125,10 @@ pub fn spawn(subject: Subject, cp: &ControlPlane, endpoint: &str, config: &Confi
         format!("--kubeconfig={}", kubeconfig.display()),
         "--bind-address=127.0.0.1".into(),
         format!("--secure-port={}", free_port()),
-        "--node-monitor-period=2s".into(),
-        "--v=2".into(),
     ];
+    if config.test_timings {
+        args.extend(["--node-monitor-period=2s".into(), "--v=2".into()]);
+    }
     match &config.lease {
         None => args.push("--leader-elect=false".into()),
         Some(lease) => args.extend([

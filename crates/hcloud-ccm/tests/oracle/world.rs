@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Service};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use test_harness::{ChildProcess, ControlPlane, unique_name, wait_until};
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -50,21 +50,7 @@ impl World {
         let serial = SERIAL.lock().await;
         let cp = ControlPlane::shared().await.expect("control plane starts");
         let client = cp.admin_client().await.expect("admin client");
-        let nodes: Api<Node> = Api::all(client.clone());
-        for n in nodes.list(&ListParams::default()).await.expect("list nodes").items {
-            let _ = nodes.delete(&n.metadata.name.unwrap_or_default(), &DeleteParams::default()).await;
-        }
-        let all: Api<Service> = Api::all(client.clone());
-        for svc in all.list(&ListParams::default()).await.expect("list services").items {
-            let (Some(ns), Some(name)) = (svc.metadata.namespace.clone(), svc.metadata.name.clone()) else { continue };
-            if svc.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer") {
-                continue;
-            }
-            let api: Api<Service> = Api::namespaced(client.clone(), &ns);
-            let strip = serde_json::json!({"metadata": {"finalizers": null}});
-            let _ = api.patch(&name, &PatchParams::default(), &Patch::Merge(&strip)).await;
-            let _ = api.delete(&name, &DeleteParams::default()).await;
-        }
+        super::clean::remove_nodes_and_load_balancer_services(&client).await;
         let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
         for l in leases.list(&ListParams::default()).await.expect("list leases").items {
             let name = l.metadata.name.unwrap_or_default();
@@ -72,15 +58,7 @@ impl World {
                 let _ = leases.delete(&name, &DeleteParams::default()).await;
             }
         }
-        wait_until(Duration::from_secs(30), "Nodes and LoadBalancer Services of earlier runs are gone", async || {
-            let no_nodes = nodes.list(&ListParams::default()).await.is_ok_and(|l| l.items.is_empty());
-            let no_lbs = all.list(&ListParams::default()).await.is_ok_and(|l| {
-                l.items.iter().all(|s| s.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer"))
-            });
-            no_nodes && no_lbs
-        })
-        .await
-        .expect("a clean cluster");
+        let nodes: Api<Node> = Api::all(client.clone());
         let namespace = unique_name("diff");
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let mut ns = Namespace::default();
