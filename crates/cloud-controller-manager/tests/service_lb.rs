@@ -3,121 +3,25 @@
 //! its readiness check), against a real kube-apiserver as the CCM's RBAC-restricted user. The
 //! provider is a minimal in-memory double (load balancers only, no instances).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use sync_lock::Unpoison as _;
+mod common;
 
-use clap::Parser;
-use cloud_controller_manager::{Identity, Manager, ManagerArgs};
-use cloud_provider::{
-    Cloud, CloudError, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus, Unsupported, default_load_balancer_name,
-};
+use std::sync::Arc;
+
+use cloud_controller_manager::Manager;
+use cloud_provider::default_load_balancer_name;
 use controller_serving::{Outcome, Probe};
 use k8s_openapi::api::core::v1::{Namespace, Node, Service, ServicePort, ServiceSpec};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use test_harness::{ControlPlane, NodeBuilder, unique_name, wait_for, wait_until};
 use tokio_util::sync::CancellationToken;
 
-const PATIENCE: Duration = Duration::from_secs(30);
-const IP: &str = "192.0.2.50";
-
-/// Load balancers by name, with the hosts each got.
-#[derive(Default)]
-struct Balancers(Mutex<BTreeMap<String, Vec<String>>>);
-
-impl Balancers {
-    fn get(&self) -> BTreeMap<String, Vec<String>> {
-        self.0.lock_unpoisoned().clone()
-    }
-}
-
-impl LoadBalancer for Balancers {
-    async fn get_load_balancer(&self, _: &str, svc: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        Ok(self.get().contains_key(&default_load_balancer_name(svc)).then(status))
-    }
-    fn get_load_balancer_name(&self, _: &str, svc: &Service) -> String {
-        default_load_balancer_name(svc)
-    }
-    async fn ensure_load_balancer(
-        &self,
-        _: &str,
-        svc: &Service,
-        nodes: &[Node],
-    ) -> Result<LoadBalancerStatus, CloudError> {
-        let hosts = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
-        self.0.lock_unpoisoned().insert(default_load_balancer_name(svc), hosts);
-        Ok(status())
-    }
-    async fn update_load_balancer(&self, _: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
-        self.ensure_load_balancer("", svc, nodes).await.map(|_| ())
-    }
-    async fn ensure_load_balancer_deleted(&self, _: &str, svc: &Service) -> Result<(), CloudError> {
-        self.0.lock_unpoisoned().remove(&default_load_balancer_name(svc));
-        Ok(())
-    }
-}
-
-fn status() -> LoadBalancerStatus {
-    LoadBalancerStatus { ingress: vec![LoadBalancerIngress { ip: Some(IP.to_owned()), ..Default::default() }] }
-}
-
-/// A provider with load balancers only.
-struct LbOnly(Arc<Balancers>);
-
-impl Cloud for LbOnly {
-    type InstancesV2 = Unsupported;
-    type Instances = Unsupported;
-    type Zones = Unsupported;
-    type LoadBalancer = Balancers;
-    type Routes = Unsupported;
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn has_cluster_id(&self) -> bool {
-        false
-    }
-    fn instances_v2(&self) -> Option<Arc<Unsupported>> {
-        None
-    }
-    fn instances(&self) -> Option<Arc<Unsupported>> {
-        None
-    }
-    fn zones(&self) -> Option<Arc<Unsupported>> {
-        None
-    }
-    fn load_balancer(&self) -> Option<Arc<Balancers>> {
-        Some(self.0.clone())
-    }
-    fn routes(&self) -> Option<Arc<Unsupported>> {
-        None
-    }
-}
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    manager: ManagerArgs,
-}
-
-const IDENTITY: Identity = Identity { program: "test-ccm", version: "0", field_manager: "test-ccm" };
+use common::{Balancers, IDENTITY, IP, LbOnly, PATIENCE};
 
 #[tokio::test]
 async fn the_manager_runs_the_service_controller() {
     let cp = ControlPlane::shared().await.expect("control plane");
     let admin = cp.admin_client().await.expect("admin");
-    let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
-    let args = Cli::try_parse_from([
-        "test-ccm",
-        "--cloud-provider=test",
-        "--allow-untagged-cloud",
-        "--leader-elect=false",
-        "--secure-port=0",
-        "--concurrent-service-syncs=2",
-        &kubeconfig,
-    ])
-    .expect("flags");
-    let options = args.manager.validate("test").expect("valid");
+    let options = common::options(cp, &["--concurrent-service-syncs=2"]);
     let manager = Manager::new(IDENTITY, options);
     let health = manager.health();
     let registry = manager.metrics();
