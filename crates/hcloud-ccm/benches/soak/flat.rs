@@ -29,7 +29,7 @@ pub struct Bounds {
     pub threads: usize,
 }
 
-/// The soak's bounds (the README states them too).
+/// The soak's bounds (`docs/benchmarks.md` states them too).
 pub const BOUNDS: Bounds = Bounds { rss_mib: 8, rss_percent: 25, fds: 32, threads: 8 };
 
 impl Bounds {

@@ -1,4 +1,4 @@
-//! The API as it is today (the changes since the OpenAPI file, see the fake's README section),
+//! The API as it is today (the changes since the OpenAPI file, see `docs/hcloud-fake.md`),
 //! and the behaviours issue 9 asked of the fake: progressing and pruned actions, reused IPs,
 //! `conflict` on busy networks, blackhole routes, unhealthy targets.
 
