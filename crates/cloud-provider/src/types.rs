@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1 as corev1;
 
 /// Kind of a node address (Kubernetes `NodeAddressType`).
@@ -98,6 +99,10 @@ pub struct InstanceMetadata {
     /// Extra labels; keys in the `kubernetes.io`/`k8s.io` namespaces are dropped by the
     /// controller, existing keys are never overwritten.
     pub additional_labels: BTreeMap<String, String>,
+    /// IP prefixes that belong to the instance itself (for example the IPv6 /64 the cloud
+    /// gives each server), from which a cloud CIDR allocator carves the node's pod ranges.
+    /// Empty if the instance has none. Beyond upstream's type.
+    pub node_prefixes: Vec<IpNet>,
 }
 
 /// A route in the cloud's network (upstream `cloudprovider.Route`).

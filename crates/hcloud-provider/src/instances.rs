@@ -219,6 +219,7 @@ impl HcloudInstances {
             },
             region: server.location.name.clone(),
             additional_labels: [(LABEL_PROVIDED_BY.to_owned(), "cloud".to_owned())].into_iter().collect(),
+            node_prefixes: Vec::new(),
         }
     }
 }

@@ -310,6 +310,7 @@ impl InstancesV2 for Fake {
             zone: self.zone.failure_domain.clone(),
             region: self.zone.region.clone(),
             additional_labels: self.additional_labels.clone(),
+            node_prefixes: Vec::new(),
         };
         result(Some(metadata), &self.metadata_err)
     }

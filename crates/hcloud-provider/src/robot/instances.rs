@@ -156,6 +156,7 @@ impl HcloudInstances {
             zone,
             region,
             additional_labels: [(LABEL_PROVIDED_BY.to_owned(), "robot".to_owned())].into_iter().collect(),
+            node_prefixes: Vec::new(),
         }
     }
 
