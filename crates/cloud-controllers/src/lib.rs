@@ -24,6 +24,7 @@
 //! patches, deletions with preconditions) and a thin I/O layer that sends them. List-replacing
 //! writes are guarded by `resourceVersion` and re-planned from a fresh read on conflict.
 
+pub mod ipam;
 pub mod lifecycle;
 pub mod node;
 pub mod route;
@@ -31,6 +32,7 @@ pub mod service;
 #[cfg(test)]
 mod testing;
 
+pub use ipam::{NodeIpamConfig, NodeIpamController};
 pub use lifecycle::{CloudNodeLifecycleController, NodeLifecycleConfig};
 pub use node::{CloudNodeController, NodeControllerConfig};
 pub use route::{ReconcileMode, RouteController, RouteControllerConfig};
