@@ -201,3 +201,25 @@ fn nodes_waiting_for_initialization_are_left_for_later() {
     let plan = plan_routes(&[Arc::new(n)], &[r], &cidrs(&["10.120.0.0/16"]));
     assert!(plan.deletions.is_empty() && plan.creations() == 0 && plan.nodes.is_empty(), "{plan:?}");
 }
+
+/// With node IPAM's cloud allocator, a node's IPv6 pod CIDR lies in its own prefix: no route
+/// is planned for it, the IPv4 one is, and the node counts as done once that exists.
+#[test]
+fn node_local_ipv6_pod_cidrs_need_no_route() {
+    let n = Arc::new(node("node-1", "01", &["10.120.0.0/24", "2001:db8:a:0:1::/80"], "10.0.1.1"));
+    let scope = RouteScope { cluster_cidrs: &cidrs(&["10.120.0.0/16"]), node_local_ipv6: true };
+    let plan = plan_routes_matching(std::slice::from_ref(&n), &[], scope, &|p| std::borrow::Cow::Borrowed(p));
+    let created: Vec<&str> = plan.nodes["node-1"].creations.iter().map(|c| c.route.destination_cidr.as_str()).collect();
+    assert_eq!(created, ["10.120.0.0/24"]);
+    assert_eq!(plan.nodes["node-1"].actions.keys().collect::<Vec<_>>(), ["10.120.0.0/24"]);
+    let kept = route("01", "node-1", "10.0.1.1", "10.120.0.0/24", false, false);
+    let plan = plan_routes_matching(std::slice::from_ref(&n), std::slice::from_ref(&kept), scope, &|p| {
+        std::borrow::Cow::Borrowed(p)
+    });
+    assert_eq!(plan.creations(), 0);
+    assert!(plan.nodes["node-1"].all_created(&[]), "NetworkUnavailable=False with the IPv4 route alone");
+    // Without the cloud allocator the IPv6 CIDR is routed like any other (and a cloud that
+    // cannot route it refuses it).
+    let plan = plan_routes(&[n], &[kept], &cidrs(&["10.120.0.0/16"]));
+    assert_eq!(plan.creations(), 1);
+}

@@ -57,6 +57,7 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
     let config = RouteControllerConfig {
         cluster_name: "test-cluster".to_owned(),
         cluster_cidrs: vec![parse_cidr_sloppy("10.120.0.0/16").expect("cidr")],
+        node_local_ipv6: false,
         mode: ReconcileMode::Watch { resync: Duration::from_secs(3600) },
         min_interval: Duration::from_millis(200),
     };

@@ -55,7 +55,7 @@ use tracing::{debug, error, info, warn};
 
 use exec::{ExecutionReport, MAX_CONCURRENT_ROUTE_OPERATIONS, RouteSink, execute};
 use metrics::{PendingTrigger, RouteMetrics, SyncOutcome, SyncTrigger};
-use plan::{PlannedCreate, condition_patch, plan_routes_matching, update_trigger};
+use plan::{PlannedCreate, RouteScope, condition_patch, plan_routes_matching, update_trigger};
 
 /// Upstream's name of this controller (metrics, logs).
 pub const CONTROLLER_NAME: &str = "node-route-controller";
@@ -109,6 +109,9 @@ pub struct RouteControllerConfig {
     pub cluster_name: String,
     /// `--cluster-cidr`: one, or two for dual-stack. Routes are only deleted inside these.
     pub cluster_cidrs: Vec<IpNet>,
+    /// IPv6 pod CIDRs lie in each node's own prefix (node IPAM's cloud allocator): no route
+    /// is created for them, and they count as done for `NetworkUnavailable`.
+    pub node_local_ipv6: bool,
     /// When reconciles happen.
     pub mode: ReconcileMode,
     /// Shortest time between two reconciles in watch mode (upstream: 10 s).
@@ -289,9 +292,9 @@ impl<R: Routes> RouteReconciler<R> {
     /// Plans and carries out the routes against `routes`, the provider's current ones.
     async fn reconcile_listed(&self, routes: Vec<Route>) -> (SyncOutcome, Result<Reconciled, RouteError>) {
         let nodes = self.store.state();
-        let plan = plan_routes_matching(&nodes, &routes, &self.config.cluster_cidrs, &|p| {
-            self.routes.canonical_provider_id(p)
-        });
+        let scope =
+            RouteScope { cluster_cidrs: &self.config.cluster_cidrs, node_local_ipv6: self.config.node_local_ipv6 };
+        let plan = plan_routes_matching(&nodes, &routes, scope, &|p| self.routes.canonical_provider_id(p));
         let operations = plan.deletions.len() + plan.creations();
         if operations == 0 {
             debug!(routes = routes.len(), nodes = nodes.len(), "routes in sync");

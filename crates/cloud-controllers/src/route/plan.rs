@@ -178,9 +178,20 @@ impl RoutePlan {
 /// A provider's [`Routes::canonical_provider_id`](cloud_provider::Routes::canonical_provider_id).
 pub type CanonicalProviderId<'f> = &'f (dyn for<'a> Fn(&'a str) -> Cow<'a, str> + Sync);
 
-/// [`plan_routes_matching`] with provider IDs compared as they are written.
+/// What the route controller is responsible for.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteScope<'a> {
+    /// `--cluster-cidr`: routes are only deleted inside these.
+    pub cluster_cidrs: &'a [IpNet],
+    /// IPv6 pod CIDRs lie in each node's own prefix (node IPAM's cloud allocator): they need
+    /// no route and count as done for `NetworkUnavailable`.
+    pub node_local_ipv6: bool,
+}
+
+/// [`plan_routes_matching`] with provider IDs compared as they are written, every pod CIDR
+/// routed.
 pub fn plan_routes(nodes: &[Arc<Node>], routes: &[Route], cluster_cidrs: &[IpNet]) -> RoutePlan {
-    plan_routes_matching(nodes, routes, cluster_cidrs, &|p| Cow::Borrowed(p))
+    plan_routes_matching(nodes, routes, RouteScope { cluster_cidrs, node_local_ipv6: false }, &|p| Cow::Borrowed(p))
 }
 
 /// Upstream `reconcile` without the I/O: which routes to delete and create. Provider IDs
@@ -190,9 +201,10 @@ pub fn plan_routes(nodes: &[Arc<Node>], routes: &[Route], cluster_cidrs: &[IpNet
 pub fn plan_routes_matching(
     nodes: &[Arc<Node>],
     routes: &[Route],
-    cluster_cidrs: &[IpNet],
+    scope: RouteScope<'_>,
     canonical: CanonicalProviderId<'_>,
 ) -> RoutePlan {
+    let cluster_cidrs = scope.cluster_cidrs;
     let by_name: HashMap<&str, &Node> = nodes.iter().map(|n| (name(n), n.as_ref())).collect();
     let by_provider_id: HashMap<Cow<'_, str>, &str> =
         nodes.iter().filter(|n| !provider_id(n).is_empty()).map(|n| (canonical(provider_id(n)), name(n))).collect();
@@ -237,7 +249,10 @@ pub fn plan_routes_matching(
         }
     }
     for node in nodes {
-        let cidrs = pod_cidrs(node);
+        let mut cidrs = pod_cidrs(node);
+        if scope.node_local_ipv6 {
+            cidrs.retain(|c| parse_cidr_sloppy(c).is_none_or(|n| n.addr().is_ipv4()));
+        }
         if cidrs.is_empty() || pending.contains(name(node)) {
             continue;
         }

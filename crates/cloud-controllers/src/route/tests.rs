@@ -28,8 +28,8 @@ use pretty_assertions::assert_eq;
 use super::exec::{ExecutionReport, RouteSink, execute};
 use super::metrics::SyncTrigger;
 use super::plan::{
-    NETWORK_UNAVAILABLE, PlannedCreate, RouteAction, condition_patch, is_responsible_for_route, parse_cidr_sloppy,
-    plan_routes, plan_routes_matching, route_action, update_trigger,
+    NETWORK_UNAVAILABLE, PlannedCreate, RouteAction, RouteScope, condition_patch, is_responsible_for_route,
+    parse_cidr_sloppy, plan_routes, plan_routes_matching, route_action, update_trigger,
 };
 use crate::testing::FakeRoutes;
 
@@ -123,7 +123,9 @@ fn now() -> Time {
 /// Upstream's `rc.reconcile(ctx, nodes, routes)` followed by `ListRoutes`, in our terms.
 async fn reconcile(fake: &FakeRoutes, nodes: &[Node], initial: &[Route], cluster_cidrs: &[IpNet]) -> Outcome {
     let nodes: Vec<Arc<Node>> = nodes.iter().cloned().map(Arc::new).collect();
-    let plan = plan_routes_matching(&nodes, initial, cluster_cidrs, &|p| fake.canonical_provider_id(p));
+    let plan = plan_routes_matching(&nodes, initial, RouteScope { cluster_cidrs, node_local_ipv6: false }, &|p| {
+        fake.canonical_provider_id(p)
+    });
     let recorder = Recorder::default();
     let report = execute(fake, CLUSTER, &plan, &nodes, &recorder, 200).await;
     let done = recorder.done.lock().expect("lock").clone();
