@@ -11,16 +11,23 @@ pub const CLOUD_NODE_LIFECYCLE: &str = cloud_controllers::lifecycle::CONTROLLER_
 pub const SERVICE_LB: &str = cloud_controllers::service::CONTROLLER_NAME;
 /// `node-route-controller`.
 pub const NODE_ROUTE: &str = cloud_controllers::route::CONTROLLER_NAME;
+/// `node-ipam-controller`.
+pub const NODE_IPAM: &str = cloud_controllers::ipam::CONTROLLER_NAME;
 
 /// Every controller, in start order.
-pub const ALL: [&str; 4] = [CLOUD_NODE, CLOUD_NODE_LIFECYCLE, SERVICE_LB, NODE_ROUTE];
+pub const ALL: [&str; 5] = [CLOUD_NODE, NODE_IPAM, CLOUD_NODE_LIFECYCLE, SERVICE_LB, NODE_ROUTE];
 
-/// Upstream's aliases.
-pub const ALIASES: [(&str, &str); 4] = [
+/// Controllers `*` does not enable (upstream `ControllersDisabledByDefault`): node IPAM is
+/// usually kube-controller-manager's, and two allocators must never run at once.
+pub const DISABLED_BY_DEFAULT: [&str; 1] = [NODE_IPAM];
+
+/// Upstream's aliases (`nodeipam` is kube-controller-manager's).
+pub const ALIASES: [(&str, &str); 5] = [
     ("cloud-node", CLOUD_NODE),
     ("service", SERVICE_LB),
     ("route", NODE_ROUTE),
     ("cloud-node-lifecycle", CLOUD_NODE_LIFECYCLE),
+    ("nodeipam", NODE_IPAM),
 ];
 
 /// Resolves aliases in a `--controllers` list (keeping `-` prefixes and `*`) and rejects
@@ -57,7 +64,7 @@ pub fn resolve(list: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// Upstream `IsControllerEnabled` over a resolved list: named ⇒ on, `-named` ⇒ off,
-/// otherwise on iff `*` is present (no controller is disabled by default).
+/// otherwise on iff `*` is present and the controller is not [`DISABLED_BY_DEFAULT`].
 pub fn is_enabled(resolved: &[String], name: &str) -> bool {
     if resolved.iter().any(|c| c == name) {
         return true;
@@ -65,7 +72,7 @@ pub fn is_enabled(resolved: &[String], name: &str) -> bool {
     if resolved.iter().any(|c| c.strip_prefix('-') == Some(name)) {
         return false;
     }
-    resolved.iter().any(|c| c == "*")
+    resolved.iter().any(|c| c == "*") && !DISABLED_BY_DEFAULT.contains(&name)
 }
 
 /// The controllers a `--controllers` list enables, resolved once: aliases expanded, unknown
@@ -75,9 +82,10 @@ pub fn is_enabled(resolved: &[String], name: &str) -> bool {
 pub struct ControllerSet(BTreeSet<&'static str>);
 
 impl ControllerSet {
-    /// Every controller (`--controllers=*`, the default).
+    /// Every controller `*` enables (`--controllers=*`, the default): all but
+    /// [`DISABLED_BY_DEFAULT`].
     pub fn all() -> Self {
-        ControllerSet(ALL.into_iter().collect())
+        ControllerSet(ALL.into_iter().filter(|c| !DISABLED_BY_DEFAULT.contains(c)).collect())
     }
 
     /// The set a `--controllers` list selects; an error names the unknown entries and what is
@@ -142,7 +150,11 @@ mod tests {
     #[test]
     fn enablement() {
         let all = resolve(&s(&["*"])).expect("valid");
-        assert!(ALL.iter().all(|c| is_enabled(&all, c)));
+        assert!(ALL.iter().all(|c| is_enabled(&all, c) != DISABLED_BY_DEFAULT.contains(c)));
+        // Node IPAM runs only when named (its alias is kube-controller-manager's).
+        let ipam = resolve(&s(&["*", "nodeipam"])).expect("valid");
+        assert!(ALL.iter().all(|c| is_enabled(&ipam, c)));
+        assert!(!is_enabled(&resolve(&s(&["*", "-nodeipam"])).expect("valid"), NODE_IPAM));
         let some = resolve(&s(&["*", "-route", "-service"])).expect("valid");
         assert!(is_enabled(&some, CLOUD_NODE) && is_enabled(&some, CLOUD_NODE_LIFECYCLE));
         assert!(!is_enabled(&some, NODE_ROUTE) && !is_enabled(&some, SERVICE_LB));
@@ -156,7 +168,7 @@ mod tests {
     fn the_controller_set_is_resolved_once_from_the_flag() {
         let set = |v: &[&str]| ControllerSet::from_flag(&s(v));
         assert_eq!(set(&["*"]), Ok(ControllerSet::all()));
-        assert!(ALL.iter().all(|c| ControllerSet::all().contains(c)));
+        assert!(ALL.iter().all(|c| ControllerSet::all().contains(c) != DISABLED_BY_DEFAULT.contains(c)));
         // `-name` (or its alias) turns one off; the rest follow `*`.
         let some = set(&["*", "-route", "-service-lb-controller"]).expect("valid");
         assert!(some.contains(CLOUD_NODE) && some.contains(CLOUD_NODE_LIFECYCLE));

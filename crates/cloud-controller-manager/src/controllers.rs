@@ -4,13 +4,16 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use cloud_controllers::{CloudNodeController, CloudNodeLifecycleController, RouteController, ServiceController};
+use cloud_controllers::{
+    CloudNodeController, CloudNodeLifecycleController, NodeIpamController, RouteController, ServiceController,
+};
 use cloud_provider::Cloud;
 use tracing::{info, warn};
 
 use crate::context::ControllerContext;
 pub use crate::controller_set::{
-    ALIASES, ALL, CLOUD_NODE, CLOUD_NODE_LIFECYCLE, ControllerSet, NODE_ROUTE, SERVICE_LB, is_enabled, resolve,
+    ALIASES, ALL, CLOUD_NODE, CLOUD_NODE_LIFECYCLE, ControllerSet, DISABLED_BY_DEFAULT, NODE_IPAM, NODE_ROUTE,
+    SERVICE_LB, is_enabled, resolve,
 };
 use crate::error::ManagerError;
 
@@ -53,6 +56,21 @@ pub(crate) fn build_controllers<C: Cloud>(
                 ctx.metrics_registry().with(|r| metrics.register(r));
                 started.push((name, Box::pin(c.run())));
             }
+            NODE_IPAM => match ctx.options.node_ipam.clone() {
+                None => info!("{name} not started: it runs only with --allocate-node-cidrs=true"),
+                Some(config) => {
+                    let io = ctx.io(name)?;
+                    let c = NodeIpamController::new(
+                        ctx.cloud.clone(),
+                        &mut ctx.informers.nodes,
+                        io,
+                        &config,
+                        ctx.stop.clone(),
+                    )
+                    .map_err(ManagerError::NodeIpamConfig)?;
+                    started.push((name, Box::pin(c.run())));
+                }
+            },
             CLOUD_NODE | CLOUD_NODE_LIFECYCLE => {
                 warn!("{name} not started: the cloud provider supports neither InstancesV2 nor Instances");
             }

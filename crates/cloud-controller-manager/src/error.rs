@@ -34,6 +34,10 @@ pub enum ManagerError {
          --authentication-tolerate-lookup-failure to continue without them)"
     )]
     AuthenticationLookup(#[source] kube::Error),
+    /// The node IPAM settings cannot be cut into node ranges (checked at flag validation
+    /// already, so only a caller building `Options` by hand sees it).
+    #[error("node-ipam-controller")]
+    NodeIpamConfig(#[source] cloud_controllers::ipam::CidrSetError),
     /// The leader election settings were refused.
     #[error(transparent)]
     LeaderElectionConfig(#[from] leader_election::ConfigError),

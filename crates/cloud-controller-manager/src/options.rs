@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use cloud_controllers::{
-    NodeControllerConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig, ServiceControllerConfig,
+    NodeControllerConfig, NodeIpamConfig, NodeLifecycleConfig, ReconcileMode, RouteControllerConfig,
+    ServiceControllerConfig,
 };
 use controller_serving::{CaBundle, RequestHeaderSettings, SniCertKey, TlsParams};
 use ipnet::IpNet;
@@ -43,6 +44,9 @@ pub struct Options {
     /// The route settings when routes are to be configured (`--allocate-node-cidrs` and
     /// `--configure-cloud-routes`, with `--cluster-cidr`); see [`Options::route_config`].
     pub routes: Option<RouteOptions>,
+    /// The node IPAM settings when `node-ipam-controller` is to run (named in `--controllers`,
+    /// with `--allocate-node-cidrs=true`).
+    pub node_ipam: Option<NodeIpamConfig>,
     /// Log format and verbosity.
     pub logging: LoggingOptions,
     /// Authentication and authorization of the secure port.
@@ -66,6 +70,7 @@ impl Options {
         self.routes.as_ref().map(|r| RouteControllerConfig {
             cluster_name: self.cluster_name.clone(),
             cluster_cidrs: r.cluster_cidrs.clone(),
+            node_local_ipv6: r.node_local_ipv6,
             mode: r.mode,
             min_interval: r.min_interval,
         })
@@ -86,6 +91,8 @@ pub struct ServiceOptions {
 pub struct RouteOptions {
     /// The pod network (one CIDR, or an IPv4 and an IPv6 one); routes outside it are never touched.
     pub cluster_cidrs: Vec<IpNet>,
+    /// IPv6 pod CIDRs come from node IPAM's cloud allocator (the node's own prefix): no route.
+    pub node_local_ipv6: bool,
     /// Watch-based with a safety resync, or periodic.
     pub mode: ReconcileMode,
     /// The shortest time between two route reconciles.

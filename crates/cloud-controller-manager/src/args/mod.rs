@@ -18,8 +18,11 @@ use crate::options::{
 };
 
 pub(crate) mod compat;
+mod ipam;
 mod serving;
 pub use compat::{LoggingArgs, NoEffectArgs, VmoduleDirective, parse_vmodule};
+use ipam::NodeIpam;
+pub use ipam::{CLOUD_ALLOCATOR, DEFAULT_MASK_IPV6_CLOUD, NodeIpamArgs, RANGE_ALLOCATOR};
 pub use serving::{AuthArgs, ServingArgs};
 mod values;
 pub use values::{
@@ -48,9 +51,10 @@ pub struct ManagerArgs {
     #[arg(long)]
     pub master: Option<String>,
 
-    /// Controllers to run: '*' for all, 'foo' to enable, '-foo' to disable. Names:
-    /// cloud-node-controller, cloud-node-lifecycle-controller, service-lb-controller,
-    /// node-route-controller (aliases cloud-node, cloud-node-lifecycle, service, route).
+    /// Controllers to run: '*' for all enabled by default, 'foo' to enable, '-foo' to disable.
+    /// Names: cloud-node-controller, cloud-node-lifecycle-controller, service-lb-controller,
+    /// node-route-controller (aliases cloud-node, cloud-node-lifecycle, service, route), and
+    /// node-ipam-controller (alias nodeipam; disabled by default: '*,node-ipam-controller').
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
@@ -144,10 +148,6 @@ pub struct ManagerArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = go_bool)]
     pub allocate_node_cidrs: bool,
 
-    /// [compat] CIDR allocator type.
-    #[arg(long, default_value = "RangeAllocator")]
-    pub cidr_allocator_type: String,
-
     /// Configure routes for pod CIDRs (with --allocate-node-cidrs=true, and route support from
     /// the provider).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
@@ -222,6 +222,10 @@ pub struct ManagerArgs {
     /// TLS, HTTP/2 and socket flags of the secure port.
     #[command(flatten)]
     pub serving: ServingArgs,
+
+    /// Node IPAM.
+    #[command(flatten)]
+    pub ipam: NodeIpamArgs,
 
     /// Authentication and authorization of the secure port.
     #[command(flatten)]
@@ -314,7 +318,18 @@ impl ManagerArgs {
         });
         warnings
             .extend(gates.unknown.iter().map(|g| format!("--feature-gates: {g} is not known here and has no effect")));
-        let routes = self.routes(&gates, &mut errors);
+        let cluster_cidrs = parse_cluster_cidrs(&self.cluster_cidr).unwrap_or_else(|e| {
+            errors.push(e);
+            Vec::new()
+        });
+        let node_ipam = self.ipam.validate(
+            controllers.contains(crate::controller_set::NODE_IPAM),
+            self.allocate_node_cidrs,
+            &cluster_cidrs,
+            &mut errors,
+            &mut warnings,
+        );
+        let routes = self.routes(&gates, cluster_cidrs, &node_ipam, &mut errors, &mut warnings);
         let serving = self.serving.validate(&mut errors, &mut warnings);
         let auth = self.auth.validate(&mut errors);
         let logging = self.logging_options(&mut errors, &mut warnings);
@@ -363,6 +378,10 @@ impl ManagerArgs {
             },
             cluster_name: self.cluster_name.clone(),
             routes,
+            node_ipam: match node_ipam {
+                NodeIpam::On(config) => Some(config),
+                NodeIpam::Off => None,
+            },
             logging,
             auth,
             warnings,
@@ -389,12 +408,6 @@ impl ManagerArgs {
             warnings.push(format!(
                 "--kube-api-content-type={:?} has no effect: requests to the API server are JSON",
                 self.kube_api_content_type
-            ));
-        }
-        if self.cidr_allocator_type != "RangeAllocator" {
-            warnings.push(format!(
-                "--cidr-allocator-type={:?} has no effect: pod CIDRs are allocated by kube-controller-manager",
-                self.cidr_allocator_type
             ));
         }
         warnings
@@ -424,17 +437,25 @@ impl ManagerArgs {
     }
 
     /// The route settings, if routes are to be configured (`--allocate-node-cidrs` and
-    /// `--configure-cloud-routes`); `--cluster-cidr` is then required. A given
-    /// `--cluster-cidr` is checked in any case.
-    fn routes(&self, gates: &FeatureGates, errors: &mut Vec<String>) -> Option<RouteOptions> {
-        let cidrs = match parse_cluster_cidrs(&self.cluster_cidr) {
-            Ok(c) => c,
-            Err(e) => {
-                errors.push(e);
-                return None;
-            }
-        };
+    /// `--configure-cloud-routes`); `--cluster-cidr` is then required, unless node IPAM's
+    /// cloud allocator gives IPv6-only nodes ranges that need no route.
+    fn routes(
+        &self,
+        gates: &FeatureGates,
+        cidrs: Vec<ipnet::IpNet>,
+        node_ipam: &NodeIpam,
+        errors: &mut Vec<String>,
+        warnings: &mut Vec<String>,
+    ) -> Option<RouteOptions> {
         if !(self.allocate_node_cidrs && self.configure_cloud_routes) {
+            return None;
+        }
+        if cidrs.is_empty() && node_ipam.node_local_ipv6() {
+            warnings.push(
+                "node-route-controller not started: without --cluster-cidr every pod range is IPv6 from a node's own \
+                 prefix and needs no route"
+                    .to_owned(),
+            );
             return None;
         }
         if cidrs.is_empty() {
@@ -451,7 +472,12 @@ impl ManagerArgs {
         } else {
             ReconcileMode::Periodic { period: self.route_reconciliation_period }
         };
-        Some(RouteOptions { cluster_cidrs: cidrs, mode, min_interval: MIN_RECONCILE_INTERVAL })
+        Some(RouteOptions {
+            cluster_cidrs: cidrs,
+            node_local_ipv6: node_ipam.node_local_ipv6(),
+            mode,
+            min_interval: MIN_RECONCILE_INTERVAL,
+        })
     }
 
     /// Upstream's leader-election checks (component-base `ValidateLeaderElectionConfiguration`),
