@@ -351,7 +351,7 @@ impl FakeHandle {
         Ok(self.shared.robot.lock_unpoisoned().delete(number)?)
     }
 
-    /// Changes a dedicated server's name and/or reset operating status at once.
+    /// Changes a dedicated server's name, reset operating status and/or IPv6 network at once.
     pub fn update_robot_server(&self, number: u64, patch: &RobotServerPatch) -> Result<(), FakeError> {
         Ok(self.shared.robot.lock_unpoisoned().patch(number, patch)?)
     }

@@ -101,7 +101,7 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
                                      -> {"number"} (numbers from 100001, IPv4s from
                                      198.19.0.0/16, "running" by default)
   PATCH  /_fake/robot/servers/{number}
-                                     body: {"name"?, "operating_status"?}
+                                     body: {"name"?, "operating_status"?, "ipv6_net"?}
   DELETE /_fake/robot/servers/{number}
                                      remove a dedicated server instantly
   GET|POST|DELETE /_fake/robot/faults
