@@ -6,8 +6,9 @@ use sync_lock::Unpoison as _;
 
 use crate::config::{FakeConfig, TokenPolicy};
 use crate::control::{
-    ActionFailure, RequestCounts, RequestRecord, ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork,
-    SeedResult, SeedServer, SeedServerBatch, ServerPatch, Settings, StateSnapshot, TargetHealthOverride,
+    ActionFailure, PublicIpv6Change, RequestCounts, RequestRecord, ResourceRef, Seed, SeedCertificate,
+    SeedLoadBalancer, SeedNetwork, SeedResult, SeedServer, SeedServerBatch, ServerPatch, Settings, StateSnapshot,
+    TargetHealthOverride,
 };
 use crate::error::FakeError;
 use crate::faults::{ActiveFault, FaultRule, Faults};
@@ -165,7 +166,13 @@ impl FakeHandle {
         self.update_server(id, &ServerPatch { name: Some(name.to_owned()), ..ServerPatch::default() })
     }
 
-    /// Changes name, status and/or labels of a server at once.
+    /// Gives a server another public IPv6 network (or none) at once, as unassigning its IPv6
+    /// Primary IP and assigning another would.
+    pub fn change_server_ipv6(&self, id: u64, change: PublicIpv6Change) -> Result<(), FakeError> {
+        self.update_server(id, &ServerPatch { public_ipv6: Some(change), ..ServerPatch::default() })
+    }
+
+    /// Changes name, status, labels and/or the public IPv6 network of a server at once.
     pub fn update_server(&self, id: u64, patch: &ServerPatch) -> Result<(), FakeError> {
         Ok(self.with_state(|s| s.patch_server(id, patch))?)
     }
@@ -351,7 +358,7 @@ impl FakeHandle {
         Ok(self.shared.robot.lock_unpoisoned().delete(number)?)
     }
 
-    /// Changes a dedicated server's name and/or reset operating status at once.
+    /// Changes a dedicated server's name, reset operating status and/or IPv6 network at once.
     pub fn update_robot_server(&self, number: u64, patch: &RobotServerPatch) -> Result<(), FakeError> {
         Ok(self.shared.robot.lock_unpoisoned().patch(number, patch)?)
     }

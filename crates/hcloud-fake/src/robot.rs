@@ -111,6 +111,9 @@ pub struct RobotServerPatch {
     /// New operating status of the reset endpoint.
     #[serde(default)]
     pub operating_status: Option<String>,
+    /// New IPv6 network (`server_ipv6_net`), e.g. `2a01:4f8:0:1::`.
+    #[serde(default)]
+    pub ipv6_net: Option<Ipv6Addr>,
 }
 
 /// A dedicated server as stored.
@@ -235,6 +238,9 @@ impl RobotState {
         if let Some(status) = &patch.operating_status {
             s.operating_status = status.clone();
         }
+        if let Some(net) = patch.ipv6_net {
+            s.ipv6_net = net;
+        }
         Ok(())
     }
 
@@ -274,5 +280,9 @@ mod tests {
         assert_eq!(w["server_name"], "a");
         assert_eq!(w["dc"], "FSN1-DC14");
         assert_eq!(w["server_ipv6_net"], "2a01:4f8:1:86a1::");
+        assert_eq!(s.get(b).expect("b").wire()["server_ipv6_net"], "2a01:4f8:1:86a2::", "a /64 each");
+        let net = "2a01:4f8:ff:1::".parse().expect("net");
+        s.patch(a, &RobotServerPatch { ipv6_net: Some(net), ..Default::default() }).expect("patch");
+        assert_eq!(s.get(a).expect("a").wire()["server_ipv6_net"], "2a01:4f8:ff:1::");
     }
 }

@@ -9,8 +9,9 @@ use std::time::Duration;
 use cloud_provider::events::EventSink;
 use cloud_provider::{AddressType, CloudError, InstanceMetadata, InstancesV2, LookupPurpose, NodeAddress};
 use hcloud_api::models::{NetworkId, Server, ServerStatus};
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::api_error::api_error;
 use crate::config::AddressFamily;
@@ -58,6 +59,23 @@ pub fn node_addresses(server: &Server, family: AddressFamily, network: Option<Ne
         out.push(NodeAddress::new(AddressType::InternalIp, ip.to_string()));
     }
     out
+}
+
+/// The server's own prefixes, for a cloud CIDR allocator: its public IPv6 network (the /64
+/// of its IPv6 Primary IP), whatever `HCLOUD_INSTANCES_ADDRESS_FAMILY` says; none when it has no
+/// public IPv6. A network that is not IPv6 is left out with a warning.
+pub fn node_prefixes(server: &Server) -> Vec<IpNet> {
+    match &server.public_net.ipv6 {
+        Some(v6) if matches!(v6.ip, IpNet::V6(_)) => vec![v6.ip.trunc()],
+        Some(v6) => {
+            warn!(
+                server = %server.name, id = %server.id, network = %v6.ip,
+                "the server's public_net.ipv6 is not an IPv6 network; the Node gets no prefix from it"
+            );
+            Vec::new()
+        }
+        None => Vec::new(),
+    }
 }
 
 /// Robot support of the instances.
@@ -219,7 +237,7 @@ impl HcloudInstances {
             },
             region: server.location.name.clone(),
             additional_labels: [(LABEL_PROVIDED_BY.to_owned(), "cloud".to_owned())].into_iter().collect(),
-            node_prefixes: Vec::new(),
+            node_prefixes: node_prefixes(server),
         }
     }
 }
@@ -364,6 +382,43 @@ mod tests {
         assert_eq!(m.additional_labels.get(LABEL_PROVIDED_BY).map(String::as_str), Some("cloud"));
         let no_zone = HcloudInstances::new(inv, None, AddressFamily::Ipv4, false, Duration::ZERO, Duration::ZERO);
         assert_eq!(no_zone.metadata_for(&sample()).zone, "");
+    }
+
+    #[test]
+    fn node_prefixes_are_the_public_ipv6_network_whatever_the_family() {
+        let inv = Arc::new(Inventory::new(
+            hcloud_api::Client::builder(secrecy::SecretString::from("t"))
+                .endpoint("http://127.0.0.1:9/v1")
+                .build()
+                .expect("client"),
+            crate::config::CacheMode::All,
+        ));
+        let v6: IpNet = "2001:db8:7::/64".parse().expect("net");
+        for family in [AddressFamily::Ipv4, AddressFamily::Ipv6, AddressFamily::DualStack] {
+            let i = HcloudInstances::new(inv.clone(), None, family, true, Duration::ZERO, Duration::ZERO);
+            assert_eq!(i.metadata_for(&sample()).node_prefixes, vec![v6], "{family:?}");
+        }
+        // As the API sends it.
+        let real = server(serde_json::json!({"id": 3, "name": "n", "public_net": {"ipv4": null,
+            "ipv6": {"id": 9, "ip": "2a01:4f9:c012:fa81::/64", "blocked": false, "dns_ptr": []}}}));
+        assert_eq!(node_prefixes(&real), vec!["2a01:4f9:c012:fa81::/64".parse::<IpNet>().expect("net")]);
+        // Host bits are dropped.
+        let host =
+            server(serde_json::json!({"id": 4, "name": "h", "public_net": {"ipv6": {"ip": "2001:db8:9::1/64"}}}));
+        assert_eq!(node_prefixes(&host), vec!["2001:db8:9::/64".parse::<IpNet>().expect("net")]);
+    }
+
+    #[test]
+    fn no_public_ipv6_no_node_prefixes() {
+        let null = server(serde_json::json!({"id": 1, "name": "v4-only",
+            "public_net": {"ipv4": {"ip": "198.18.0.8"}, "ipv6": null}}));
+        assert!(node_prefixes(&null).is_empty());
+        let absent = server(serde_json::json!({"id": 2, "name": "bare"}));
+        assert!(node_prefixes(&absent).is_empty());
+        // Not an IPv6 network (the model takes any IP network): left out, with a warning.
+        let wrong =
+            server(serde_json::json!({"id": 5, "name": "odd", "public_net": {"ipv6": {"ip": "198.18.0.0/24"}}}));
+        assert!(node_prefixes(&wrong).is_empty());
     }
 
     #[test]

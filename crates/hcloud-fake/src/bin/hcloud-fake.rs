@@ -44,7 +44,9 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
   POST   /_fake/seed/servers/batch   body: {"prefix", "count", ...} -> {"ids"}
   POST   /_fake/seed/load_balancers  body: one load balancer -> {"id"}
   POST   /_fake/seed/certificates    body: one certificate -> {"id"}
-  PATCH  /_fake/servers/{id}         body: {"name"?, "status"?, "labels"?}
+  PATCH  /_fake/servers/{id}         body: {"name"?, "status"?, "labels"?, "public_ipv6"?}
+                                     public_ipv6: "next" (another /64), "remove" (none)
+                                     or {"net": "2001:db8:ff::/64"}; a new IPv6 Primary IP
   DELETE /_fake/servers/{id}         remove a server instantly
   PUT    /_fake/load_balancers/{id}/target_health
                                      body: {"server": ID | "ip": IP, "listen_port"?,
@@ -101,7 +103,7 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
                                      -> {"number"} (numbers from 100001, IPv4s from
                                      198.19.0.0/16, "running" by default)
   PATCH  /_fake/robot/servers/{number}
-                                     body: {"name"?, "operating_status"?}
+                                     body: {"name"?, "operating_status"?, "ipv6_net"?}
   DELETE /_fake/robot/servers/{number}
                                      remove a dedicated server instantly
   GET|POST|DELETE /_fake/robot/faults

@@ -115,6 +115,26 @@ pub struct ServerPatch {
     /// New labels (replace all).
     #[serde(default)]
     pub labels: Option<Labels>,
+    /// A different public IPv6 network (or none), as unassigning the server's IPv6 Primary IP
+    /// and assigning another would do (the fake does not model those actions).
+    #[serde(default)]
+    pub public_ipv6: Option<PublicIpv6Change>,
+}
+
+/// How [`ServerPatch::public_ipv6`] changes a server's public IPv6 network. Each change gives
+/// the server a new IPv6 Primary IP (new id, no rDNS entries); the old network is released (as
+/// if its Primary IP were deleted) and handed out again later.
+///
+/// JSON: `"next"`, `"remove"` or `{"net": "2001:db8:ff::/64"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublicIpv6Change {
+    /// The pool's next free /64, never the server's current one (a server without IPv6 gets one).
+    Next,
+    /// No public IPv6 any more (`public_net.ipv6` becomes `null`).
+    Remove,
+    /// This /64 (a bare address means its /64); `ip_not_available` if another resource has it.
+    Net(String),
 }
 
 /// Sets (or clears) the health a load balancer reports for one target

@@ -10,7 +10,7 @@
 //! | POST | `/_fake/seed/servers/batch` | [`SeedServerBatch`] | `{"ids": [u64]}` |
 //! | POST | `/_fake/seed/load_balancers` | [`SeedLoadBalancer`] | `{"id": u64}` |
 //! | POST | `/_fake/seed/certificates` | [`SeedCertificate`] | `{"id": u64}` |
-//! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?}` | 204 |
+//! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?, public_ipv6?: "next"\|"remove"\|{"net"}}` | 204 |
 //! | DELETE | `/_fake/servers/{id}` | – | 204 (instant removal) |
 //! | PUT | `/_fake/load_balancers/{id}/target_health` | [`TargetHealthOverride`] `{server? \| ip?, listen_port?, status?}` | 204 |
 //! | GET | `/_fake/faults` | – | `[ActiveFault]` |

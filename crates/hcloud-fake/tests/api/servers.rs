@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use hcloud_fake::FakeConfig;
-use hcloud_fake::control::{SeedNetwork, SeedServer, SeedServerBatch};
+use hcloud_fake::control::{PublicIpv6Change, SeedNetwork, SeedServer, SeedServerBatch};
 use hcloud_fake::wire::ServerStatus;
 use pretty_assertions::assert_eq;
 use reqwest::Method;
@@ -267,6 +267,75 @@ async fn instant_control_mutations() {
     assert!(fx.h.delete_server(id).is_err());
     let r = fx.control(Method::DELETE, &format!("/servers/{id}"), None).await;
     assert_eq!(r.status, 404);
+}
+
+/// Each server with IPv6 has its own /64; one created without has `ipv6: null`; the control
+/// surface gives a server another /64 (or none), as reassigning its IPv6 Primary IP would.
+#[tokio::test]
+async fn public_ipv6_networks_are_distinct_and_can_change() {
+    let fx = Fx::instant().await;
+    let mut nets = Vec::new();
+    for name in ["v6-1", "v6-2", "v6-3"] {
+        let r = fx.post("/servers", json!({"name": name, "server_type": "cx23", "image": "ubuntu-24.04"})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let net = r.body["server"]["public_net"]["ipv6"]["ip"].as_str().expect("ipv6").to_owned();
+        assert!(net.ends_with("/64"), "{net}");
+        nets.push(net);
+    }
+    nets.sort();
+    nets.dedup();
+    assert_eq!(nets.len(), 3, "a /64 each: {nets:?}");
+    let r = fx
+        .post(
+            "/servers",
+            json!({"name": "v4-only", "server_type": "cx23", "image": "ubuntu-24.04",
+                   "public_net": {"enable_ipv4": true, "enable_ipv6": false}}),
+        )
+        .await;
+    assert_eq!(r.body["server"]["public_net"]["ipv6"], json!(null));
+    let v4_only = r.id("server");
+
+    let id = fx.h.seed_server(&SeedServer::new("moving")).unwrap();
+    let before = fx.get(&format!("/servers/{id}")).await.body["server"]["public_net"]["ipv6"].clone();
+    fx.h.change_server_ipv6(id, PublicIpv6Change::Next).unwrap();
+    let after = fx.get(&format!("/servers/{id}")).await.body["server"]["public_net"]["ipv6"].clone();
+    assert_ne!(after["ip"], before["ip"], "another /64");
+    assert_ne!(after["id"], before["id"], "another Primary IP");
+    assert!(!nets.contains(&after["ip"].as_str().unwrap().to_owned()), "not another server's");
+    let r = fx.get(&format!("/primary_ips/{}", before["id"])).await;
+    assert_eq!(r.status, 404, "the old Primary IP is gone");
+    let r = fx.get(&format!("/primary_ips/{}", after["id"])).await;
+    assert_eq!(
+        (r.body["primary_ip"]["ip"].clone(), r.body["primary_ip"]["assignee_id"].clone()),
+        (after["ip"].clone(), json!(id))
+    );
+
+    // Over HTTP: a fixed /64 (a bare address means its /64), then none, then the next free one.
+    let path = format!("/servers/{id}");
+    let patch = |body: serde_json::Value| fx.control(Method::PATCH, &path, Some(body));
+    assert_eq!(patch(json!({"public_ipv6": {"net": "2001:db8:ff::"}})).await.status, 204);
+    let r = fx.get(&format!("/servers/{id}")).await;
+    assert_eq!(r.body["server"]["public_net"]["ipv6"]["ip"], "2001:db8:ff::/64");
+    assert_eq!(patch(json!({"public_ipv6": "remove"})).await.status, 204);
+    let r = fx.get(&format!("/servers/{id}")).await;
+    assert_eq!(r.body["server"]["public_net"]["ipv6"], json!(null));
+    assert_eq!(patch(json!({"public_ipv6": "next"})).await.status, 204);
+    let r = fx.get(&format!("/servers/{id}")).await;
+    assert!(r.body["server"]["public_net"]["ipv6"]["ip"].as_str().is_some_and(|n| n.ends_with("/64")));
+
+    // Another server's /64 is taken, and the failed patch changes nothing.
+    let mut taken = SeedServer::new("taken");
+    taken.public_ipv6 = Some("2001:db8:fe::/64".into());
+    fx.h.seed_server(&taken).unwrap();
+    let r = patch(json!({"name": "renamed", "public_ipv6": {"net": "2001:db8:fe::/64"}})).await;
+    assert_eq!(r.code(), "ip_not_available", "{}", r.body);
+    assert_eq!(fx.h.server(id).unwrap().name, "moving");
+    assert_eq!(patch(json!({"public_ipv6": {"net": "198.18.0.0/24"}})).await.code(), "invalid_input");
+    assert_eq!(patch(json!({"public_ipv6": "sideways"})).await.code(), "invalid_input");
+
+    // A server created without IPv6 can get one.
+    fx.h.change_server_ipv6(v4_only, PublicIpv6Change::Next).unwrap();
+    assert!(fx.h.server(v4_only).unwrap().public_net.ipv6.is_some());
 }
 
 /// `hcloud server add-label/remove-label` (`PUT /servers/{id}`) answered `method not allowed`.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cloud_provider::events::{EventObject, ProviderEvent};
 use cloud_provider::{CloudError, InstanceMetadata, NodeAddress};
 use hcloud_api::robot::{RobotErrorCode, RobotServer};
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use tracing::warn;
 
@@ -149,6 +150,18 @@ impl HcloudInstances {
             ));
         }
         let (zone, region) = metadata::zone_and_region(&server.dc);
+        let node_prefixes = match metadata::ipv6_net(server) {
+            Ok(net) => net.map(IpNet::V6).into_iter().collect(),
+            Err(bad) => {
+                warn!(
+                    node = node_name(node),
+                    server_number = server.server_number,
+                    server_ipv6_net = bad,
+                    "the Robot server's server_ipv6_net is not an IPv6 address; the Node gets no prefix from it"
+                );
+                Vec::new()
+            }
+        };
         InstanceMetadata {
             provider_id: ProviderId::Robot(server.server_number).to_string(),
             instance_type: metadata::instance_type(&server.product),
@@ -156,7 +169,7 @@ impl HcloudInstances {
             zone,
             region,
             additional_labels: [(LABEL_PROVIDED_BY.to_owned(), "robot".to_owned())].into_iter().collect(),
-            node_prefixes: Vec::new(),
+            node_prefixes,
         }
     }
 
@@ -187,5 +200,57 @@ impl HcloudInstances {
             ));
         }
         Ok(Some(robot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{AddressFamily, CacheMode};
+    use crate::inventory::Inventory;
+
+    fn instances() -> HcloudInstances {
+        let client = hcloud_api::Client::builder(secrecy::SecretString::from("t"))
+            .endpoint("http://127.0.0.1:9/v1")
+            .build()
+            .expect("client");
+        let inv = Arc::new(Inventory::new(client, CacheMode::All));
+        HcloudInstances::new(inv, None, AddressFamily::Ipv4, true, Duration::ZERO, Duration::ZERO)
+    }
+
+    fn server(ipv6_net: Option<&str>) -> RobotServer {
+        let mut s = serde_json::json!({"server_number": 321, "server_name": "bm-1", "server_ip": "123.123.123.123",
+                                       "product": "AX41-NVMe", "dc": "FSN1-DC14"});
+        if let Some(net) = ipv6_net {
+            s["server_ipv6_net"] = net.into();
+        }
+        serde_json::from_value(s).expect("server")
+    }
+
+    fn node() -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some("bm-1".into());
+        n
+    }
+
+    #[test]
+    fn node_prefixes_are_the_servers_slash_64() {
+        let i = instances();
+        // IPv4-only addresses, but the prefix is still the server's /64.
+        let m = i.robot_metadata_for(&node(), &server(Some("2a01:f48:111:4221::")));
+        assert_eq!(m.node_prefixes, vec!["2a01:f48:111:4221::/64".parse::<IpNet>().expect("net")]);
+        assert_eq!(m.provider_id, "hrobot://321");
+    }
+
+    #[test]
+    fn no_or_unusable_ipv6_net_no_node_prefixes() {
+        let i = instances();
+        for net in [None, Some(""), Some("garbage"), Some("123.123.123.123")] {
+            let m = i.robot_metadata_for(&node(), &server(net));
+            assert!(m.node_prefixes.is_empty(), "{net:?}");
+            assert_eq!(m.provider_id, "hrobot://321", "the rest of the metadata is unaffected: {net:?}");
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! (`hcloud/instances_util.go`): instance type from `product`, zone and region from `dc`,
 //! addresses in the official order with the kubelet's InternalIPs forwarded.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use cloud_provider::{AddressType, NodeAddress};
 use hcloud_api::robot::RobotServer;
+use ipnet::Ipv6Net;
 
 use crate::config::AddressFamily;
 
@@ -20,6 +21,20 @@ pub fn zone_and_region(dc: &str) -> (String, String) {
     let zone = dc.to_lowercase();
     let region = zone.split('-').next().unwrap_or_default().to_owned();
     (zone, region)
+}
+
+/// The server's main IPv6 /64, routed to it: `server_ipv6_net` is its network address without
+/// prefix length (`2a01:f48:111:4221::`), which Hetzner documents as the server's /64.
+/// `Ok(None)` when the server has none (absent or empty); `Err` with the value when it is not an
+/// IPv6 address.
+pub fn ipv6_net(server: &RobotServer) -> Result<Option<Ipv6Net>, &str> {
+    let Some(net) = server.server_ipv6_net.as_deref().filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    match net.parse::<Ipv6Addr>() {
+        Ok(addr) => Ok(Ipv6Net::new(addr, 64).ok().map(|n| n.trunc())),
+        Err(_) => Err(net),
+    }
 }
 
 /// A forwarded InternalIP that was left out, for a `MisconfiguredInternalIP` event.
@@ -128,6 +143,27 @@ mod tests {
             addrs(&[(Hostname, "bm-1"), (ExternalIp, "2a01:f48:111:4221::1"), (ExternalIp, "123.123.123.123")]),
             "IPv6 before IPv4, as upstream"
         );
+    }
+
+    fn with_ipv6_net(net: Option<&str>) -> RobotServer {
+        RobotServer { server_ipv6_net: net.map(str::to_owned), ..server() }
+    }
+
+    #[test]
+    fn ipv6_net_is_the_main_slash_64() {
+        let net = |s: &str| Ok(Some(s.parse::<Ipv6Net>().expect("net")));
+        assert_eq!(ipv6_net(&server()), net("2a01:f48:111:4221::/64"));
+        assert_eq!(ipv6_net(&with_ipv6_net(Some("2a01:4f8:0:86a1::"))), net("2a01:4f8:0:86a1::/64"));
+        assert_eq!(
+            ipv6_net(&with_ipv6_net(Some("2a01:4f8:0:86a1::2"))),
+            net("2a01:4f8:0:86a1::/64"),
+            "host bits dropped"
+        );
+        assert_eq!(ipv6_net(&with_ipv6_net(None)), Ok(None), "absent");
+        assert_eq!(ipv6_net(&with_ipv6_net(Some(""))), Ok(None), "empty");
+        for garbage in ["not-an-ip", "123.123.123.123", "2a01:f48:111:4221::/64", "2a01:::1"] {
+            assert_eq!(ipv6_net(&with_ipv6_net(Some(garbage))), Err(garbage));
+        }
     }
 
     #[test]

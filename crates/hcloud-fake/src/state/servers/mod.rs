@@ -19,7 +19,9 @@ use super::records::{Member, PrimaryIpMeta, PrivateNic, PublicV4, PublicV6, Serv
 use super::store::{State, bump};
 use super::validate::{parse_ipv4, validate_labels};
 use crate::catalog::catalog;
-use crate::control::{NetworkRef, ResourceKind, ResourceRef, SeedServer, SeedServerBatch, ServerPatch};
+use crate::control::{
+    NetworkRef, PublicIpv6Change, ResourceKind, ResourceRef, SeedServer, SeedServerBatch, ServerPatch,
+};
 use crate::error::ApiError;
 use crate::time::now_unix;
 use crate::wire::request::{ChangeServerProtectionRequest, CreateServerRequest, IdOrName, UpdateRequest};
@@ -54,6 +56,13 @@ fn validate_hostname(name: &str) -> Result<(), ApiError> {
                 && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
         });
     if ok { Ok(()) } else { Err(ApiError::invalid_input("name", format!("'{name}' is not a valid hostname"))) }
+}
+
+/// A fixed public IPv6 network: a /64 in CIDR notation, or an address meaning its /64.
+fn parse_ipv6_net(s: &str) -> Result<Ipv6Net, ApiError> {
+    s.parse::<Ipv6Net>()
+        .or_else(|_| s.parse().map(|a| Ipv6Net::new(a, 64).unwrap_or_default()))
+        .map_err(|_| ApiError::invalid_input("public_ipv6", format!("'{s}' is not an IPv6 /64")))
 }
 
 fn root_password(id: u64) -> String {
@@ -222,15 +231,7 @@ impl State {
     /// Seeds one server instantly.
     pub fn seed_server(&mut self, seed: &SeedServer) -> Result<u64, ApiError> {
         let fixed_ipv4 = seed.public_ipv4.as_deref().map(|s| parse_ipv4("public_ipv4", s)).transpose()?;
-        let fixed_ipv6 = seed
-            .public_ipv6
-            .as_deref()
-            .map(|s| {
-                s.parse::<Ipv6Net>()
-                    .or_else(|_| s.parse().map(|a| Ipv6Net::new(a, 64).unwrap_or_default()))
-                    .map_err(|_| ApiError::invalid_input("public_ipv6", format!("'{s}' is not an IPv6 /64")))
-            })
-            .transpose()?;
+        let fixed_ipv6 = seed.public_ipv6.as_deref().map(parse_ipv6_net).transpose()?;
         let mut networks = Vec::new();
         for n in &seed.networks {
             let id = self.resolve_network(&n.network, "networks")?;
@@ -368,6 +369,10 @@ impl State {
         if let Some(labels) = &patch.labels {
             validate_labels(labels)?;
         }
+        // Last of the checks: it is also the first change (a failure leaves the server as it was).
+        if let Some(change) = &patch.public_ipv6 {
+            self.change_public_ipv6(id, change)?;
+        }
         if let Some(s) = self.servers.get_mut(&id) {
             if let Some(name) = &patch.name {
                 s.name.clone_from(name);
@@ -378,6 +383,35 @@ impl State {
             if let Some(labels) = &patch.labels {
                 s.labels.clone_from(labels);
             }
+        }
+        Ok(())
+    }
+
+    /// Control: gives the server another public IPv6 network, or none (see [`PublicIpv6Change`]).
+    fn change_public_ipv6(&mut self, id: u64, change: &PublicIpv6Change) -> Result<(), ApiError> {
+        let old = self.server_record(id)?.ipv6.as_ref().map(|v| v.net);
+        let new = match change {
+            PublicIpv6Change::Remove => None,
+            // Allocated while the old one is still in use: never the same network.
+            PublicIpv6Change::Next => Some(self.public_ips.allocate_v6()?),
+            PublicIpv6Change::Net(s) => {
+                let net = parse_ipv6_net(s)?.trunc();
+                if old == Some(net) {
+                    return Ok(());
+                }
+                self.public_ips.reserve_v6(net)?;
+                Some(net)
+            }
+        };
+        if let Some(old) = old {
+            self.public_ips.release_v6(old);
+        }
+        let ipv6 = new.map(|net| {
+            let pid = self.next_primary_ip_id();
+            PublicV6 { id: pid, net, meta: PrimaryIpMeta::of_server(pid), dns_ptrs: Default::default() }
+        });
+        if let Some(s) = self.servers.get_mut(&id) {
+            s.ipv6 = ipv6;
         }
         Ok(())
     }
