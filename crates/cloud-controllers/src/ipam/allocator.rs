@@ -164,9 +164,11 @@ impl Allocations {
         }
     }
 
-    /// The node is gone: its ranges are free again.
-    pub fn forget(&mut self, node: &str) {
+    /// The node is gone: its ranges are free again. True if it held any cluster range.
+    pub fn forget(&mut self, node: &str) -> bool {
+        let held = self.held.get(node).is_some_and(|h| !h.cidrs.is_empty());
         self.release_held(node);
+        held
     }
 
     /// Records what `node` holds (taking its ranges, upstream `occupyCIDRs`) and says whether

@@ -21,9 +21,9 @@
 //! a range needs no route (it lies in the node's own prefix).
 //!
 //! Apart from upstream: a Node that is being deleted keeps its ranges until it is gone (two
-//! live Nodes never share one), and a node without pod CIDRs is retried with backoff when its
+//! live Nodes never share one); a node without pod CIDRs is retried with backoff when its
 //! cluster CIDR is exhausted, with a `CIDRNotAvailable` Warning on the first failure and each
-//! doubling.
+//! doubling, and at once when a deleted node frees a range.
 
 pub mod allocator;
 pub mod cidr_set;
@@ -138,6 +138,8 @@ pub struct NodeIpamController<C: Cloud> {
 
 struct IpamReconciler<C: Cloud> {
     allocations: Mutex<Allocations>,
+    /// The controller's queue, to wake nodes waiting for a range when one is released.
+    queue: WorkQueue<ObjectRef<Node>>,
     /// The cloud allocator is on: IPv6 ranges come from the instance's prefix.
     cloud_ipv6: bool,
     api: Api<Node>,
@@ -171,6 +173,7 @@ impl<C: Cloud> NodeIpamController<C> {
         });
         let reconciler = Arc::new(IpamReconciler {
             allocations: Mutex::new(allocations),
+            queue: queue.clone(),
             cloud_ipv6: config.node_prefix_ipv6_mask.is_some(),
             api: Api::all(io.client.clone()),
             params: io.patch_params(),
@@ -216,8 +219,15 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
 
     async fn reconcile(&self, key: &ObjectRef<Node>) -> Result<Reconciled, IpamError> {
         let Some(node) = self.store.get(key) else {
-            self.allocations.lock_unpoisoned().forget(&key.name);
-            debug!(node = %key.name, "node gone: its pod CIDRs are free");
+            if self.allocations.lock_unpoisoned().forget(&key.name) {
+                // Nodes waiting for a range (backing off after CIDRNotAvailable) get it now.
+                let waiting: Vec<Arc<Node>> =
+                    self.store.state().into_iter().filter(|n| allocator::node_pod_cidrs(n).is_empty()).collect();
+                debug!(node = %key.name, waiting = waiting.len(), "node gone: its pod CIDRs are free");
+                for n in waiting {
+                    self.queue.add(key_of(n.as_ref()));
+                }
+            }
             return Ok(Reconciled::DONE);
         };
         let observed = self.allocations.lock_unpoisoned().observe(&node);
