@@ -1,7 +1,8 @@
 //! End to end: the official CCM's secure-serving flags on the hcloud-ccm binary against the
 //! real kube-apiserver — `--client-ca-file`, `--requestheader-*`, `--tls-min-version`,
 //! `--authorization-always-allow-paths`, `--authentication-kubeconfig` — and the one start-up
-//! warning of a flag without meaning here.
+//! warning of a flag without meaning here; the lookup of missing client-certificate settings in
+//! kube-system/extension-apiserver-authentication with the shipped RBAC, and refused.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -152,10 +153,18 @@ async fn client_certificates_front_proxy_and_tls_flags_work_on_the_binary() {
     assert_eq!(status.code(), Some(0), "{}", ccm.logs());
 }
 
+/// The start-up warning of a lookup of kube-system/extension-apiserver-authentication the
+/// authentication identity may not make.
+const REFUSED: &str = "cannot read configmap kube-system/extension-apiserver-authentication";
+/// The start-up line of a lookup that found the cluster's client CA.
+const LOOKED_UP: &str = "client certificates are authenticated with the client CA from (configmap kube-system/extension-apiserver-authentication";
+
 /// Upstream's lookup of the client CA and front-proxy settings in
-/// kube-system/extension-apiserver-authentication: read with the authentication identity; a
-/// refused read is a warning (tolerated by default here), or fatal with
-/// `--authentication-tolerate-lookup-failure=false`.
+/// kube-system/extension-apiserver-authentication, read with the authentication identity: here
+/// the CCM's own, with the shipped RBAC (which binds it to the built-in Role
+/// `extension-apiserver-authentication-reader`). Without any CA flag the cluster's client CA
+/// and front proxy authenticate, and nothing warns; `--authentication-skip-lookup` turns the
+/// lookup off.
 #[tokio::test]
 async fn missing_client_ca_settings_are_looked_up_in_the_cluster() {
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -183,29 +192,134 @@ async fn missing_client_ca_settings_are_looked_up_in_the_cluster() {
     };
     configmaps.create(&PostParams::default(), &configmap).await.expect("creating the ConfigMap");
 
+    // The CCM's own identity, as every other test runs it: no --authentication-kubeconfig.
     let port = free_port();
-    let secure_port = format!("--secure-port={port}");
-    let admin = format!("--authentication-kubeconfig={}", env.cp.admin_kubeconfig().display());
-    let ccm = env.ccm(&[], &[&secure_port, &admin]).await;
+    let ccm = env.ccm(&[], &[&format!("--secure-port={port}")]).await;
     let other = format!("https://127.0.0.1:{port}/other");
     assert_eq!(status(&other, Some(client_ca.client("admin", &["system:masters"])), &[]).await, 404, "{}", ccm.logs());
     let headers = [("X-Remote-User", "alice"), ("X-Remote-Group", "system:masters")];
     assert_eq!(status(&other, Some(proxy_ca.client("front-proxy", &[])), &headers).await, 404);
     assert_eq!(status(&other, Some(proxy_ca.client("not-allowed", &[])), &headers).await, 401);
+    let logs = ccm.logs();
+    assert_eq!(logs.matches(LOOKED_UP).count(), 1, "{logs}");
+    assert!(!logs.contains(REFUSED), "{logs}");
     ccm.stop().await.expect("stops");
 
-    // The CCM's own identity may not read the ConfigMap (least-privilege RBAC): one warning.
-    let ccm = env.ccm(&[], &[&format!("--secure-port={}", free_port())]).await;
-    let refused = "cannot read configmap kube-system/extension-apiserver-authentication";
-    assert_eq!(ccm.logs().matches(refused).count(), 1, "{}", ccm.logs());
-    ccm.stop().await.expect("stops");
-    let skipped = env.ccm(&[], &[&format!("--secure-port={}", free_port()), "--authentication-skip-lookup"]).await;
-    assert!(!skipped.logs().contains(refused), "{}", skipped.logs());
+    // --authentication-skip-lookup: the cluster's CAs are not used.
+    let port = free_port();
+    let skipped = env.ccm(&[], &[&format!("--secure-port={port}"), "--authentication-skip-lookup"]).await;
+    let other = format!("https://127.0.0.1:{port}/other");
+    assert_eq!(status(&other, Some(client_ca.client("admin", &["system:masters"])), &[]).await, 401);
+    assert_eq!(status(&other, Some(proxy_ca.client("front-proxy", &[])), &headers).await, 401);
+    let logs = skipped.logs();
+    assert!(!logs.contains(LOOKED_UP) && !logs.contains(REFUSED), "{logs}");
     skipped.stop().await.expect("stops");
-    let fatal = env
-        .spawn_ccm(&[], &[&format!("--secure-port={}", free_port()), "--authentication-tolerate-lookup-failure=false"]);
+    let _ = configmaps.delete(name, &DeleteParams::default()).await;
+}
+
+/// The same lookup by an identity the reader Role is not bound to, as with RBAC narrower than the
+/// chart's (`rbac.create: false` with an own role, say): the ServiceAccount
+/// `kube-system/hcloud-ccm-without-reader`, bound to the CCM's ClusterRole and
+/// `system:auth-delegator` only. A refused read is one warning by default
+/// (`--authentication-tolerate-lookup-failure=true`), and fatal with
+/// `--authentication-tolerate-lookup-failure=false`.
+#[tokio::test]
+async fn a_refused_lookup_warns_by_default_and_is_fatal_when_not_tolerated() {
+    let env = Env::start(FakeConfig::default()).await;
+    let kubeconfig = identity_without_reader(&env).await;
+
+    // The secure port (off by default in these tests) is what looks the settings up.
+    let secure_port = format!("--secure-port={}", free_port());
+    let ccm = env.spawn_with(common::TOKEN, &kubeconfig, &[], &["--leader-elect=false", &secure_port], "hcloud-ccm");
+    ccm.wait_for_log("hcloud-ccm started", Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("hcloud-ccm did not start: {e}\n{}", ccm.logs()));
+    let logs = ccm.logs();
+    assert_eq!(logs.matches(REFUSED).count(), 1, "{logs}");
+    assert!(logs.contains("extension-apiserver-authentication-reader"), "the warning names the Role: {logs}");
+    ccm.stop().await.expect("stops");
+
+    let secure_port = format!("--secure-port={}", free_port());
+    let fatal = env.spawn_with(
+        common::TOKEN,
+        &kubeconfig,
+        &[],
+        &["--leader-elect=false", &secure_port, "--authentication-tolerate-lookup-failure=false"],
+        "hcloud-ccm",
+    );
     let exit = fatal.wait_exit(Duration::from_secs(30)).await.unwrap_or_else(|| panic!("exits: {}", fatal.logs()));
     assert_ne!(exit.code(), Some(0));
     assert!(fatal.logs().contains("--authentication-tolerate-lookup-failure"), "{}", fatal.logs());
-    let _ = configmaps.delete(name, &DeleteParams::default()).await;
+}
+
+/// The kubeconfig (in the control plane's directory) of the ServiceAccount
+/// `kube-system/hcloud-ccm-without-reader`, created here with the CCM's ClusterRoleBindings but
+/// not its RoleBinding to the reader Role, once its RBAC is in effect and it is refused the
+/// ConfigMap.
+async fn identity_without_reader(env: &Env) -> std::path::PathBuf {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::{ConfigMap, Node, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
+    use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+    use test_harness::rbac;
+
+    let name = "hcloud-ccm-without-reader";
+    let admin = env.cp.admin_client().await.expect("admin client");
+    let apply = PatchParams::apply("serving-flags-e2e").force();
+    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(admin.clone(), rbac::CCM_NAMESPACE);
+    let account = ServiceAccount {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        ..ServiceAccount::default()
+    };
+    accounts.patch(name, &apply, &Patch::Apply(&account)).await.expect("ServiceAccount");
+    let bindings: kube::Api<ClusterRoleBinding> = kube::Api::all(admin);
+    for (binding, role) in [
+        (name.to_owned(), rbac::CCM_CLUSTER_ROLE),
+        (format!("{name}:system:auth-delegator"), rbac::AUTH_DELEGATOR_CLUSTER_ROLE),
+    ] {
+        let object = ClusterRoleBinding {
+            metadata: ObjectMeta { name: Some(binding.clone()), ..ObjectMeta::default() },
+            role_ref: RoleRef {
+                api_group: Some("rbac.authorization.k8s.io".to_owned()),
+                kind: "ClusterRole".to_owned(),
+                name: role.to_owned(),
+            },
+            subjects: Some(vec![Subject {
+                kind: "ServiceAccount".to_owned(),
+                name: name.to_owned(),
+                namespace: Some(rbac::CCM_NAMESPACE.to_owned()),
+                ..Subject::default()
+            }]),
+        };
+        bindings.patch(&binding, &apply, &Patch::Apply(&object)).await.expect("ClusterRoleBinding");
+    }
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(3600), ..TokenRequestSpec::default() }),
+        ..TokenRequest::default()
+    };
+    let token = accounts
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .expect("TokenRequest")
+        .status
+        .and_then(|status| status.token)
+        .expect("a token");
+    // The CCM's kubeconfig (server, CA) with this identity's token.
+    let ccm_kubeconfig = std::fs::read_to_string(env.cp.ccm_kubeconfig()).unwrap();
+    assert_eq!(ccm_kubeconfig.matches(env.cp.ccm_token()).count(), 1);
+    let path = env.cp.dir().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, ccm_kubeconfig.replace(env.cp.ccm_token(), &token)).unwrap();
+    let client = test_harness::client_from_kubeconfig(&path).await.expect("client");
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    test_harness::wait_until(Duration::from_secs(20), "the ClusterRoleBindings to take effect", async || {
+        nodes.list(&ListParams::default().limit(1)).await.is_ok()
+    })
+    .await
+    .expect("RBAC in effect");
+    let configmaps: kube::Api<ConfigMap> = kube::Api::namespaced(client, "kube-system");
+    match configmaps.get_opt("extension-apiserver-authentication").await {
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        other => panic!("{name} must be refused the ConfigMap: {other:?}"),
+    }
+    path
 }

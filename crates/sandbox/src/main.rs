@@ -213,10 +213,6 @@ async fn main() -> anyhow::Result<()> {
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             &secure_port_arg,
-            // No client certificates or front proxy reach the sandbox's secure port, and the
-            // shipped RBAC does not let the CCM read kube-system/extension-apiserver-authentication:
-            // do not look it up (which would warn on every start).
-            "--authentication-skip-lookup",
             &kubeconfig,
         ],
         &[

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
-use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
@@ -44,8 +44,9 @@ static SHARED: OnceCell<Result<ControlPlane, String>> = OnceCell::const_new();
 /// Identities (static bearer tokens):
 /// - admin ([`ADMIN_USER`], group `system:masters`): [`Self::admin_kubeconfig`];
 /// - the CCM ([`rbac::CCM_USER`], the ServiceAccount user, bound to
-///   [`rbac::CCM_CLUSTER_ROLE`] and to the built-in [`rbac::AUTH_DELEGATOR_CLUSTER_ROLE`] for
-///   its secure port, nothing else): [`Self::ccm_kubeconfig`];
+///   [`rbac::CCM_CLUSTER_ROLE`], to the built-in [`rbac::AUTH_DELEGATOR_CLUSTER_ROLE`] and, in
+///   `kube-system`, to the built-in Role [`rbac::AUTHENTICATION_READER_ROLE`] for its secure
+///   port, nothing else): [`Self::ccm_kubeconfig`];
 /// - no permissions ([`RESTRICTED_USER`]): [`Self::restricted_kubeconfig`].
 ///
 /// The admission plugin `TaintNodesByCondition` is disabled: with no kube-controller-manager
@@ -138,9 +139,6 @@ impl ControlPlane {
         }
     }
 
-    /// Create the namespaces and the CCM's RBAC objects, then wait until the CCM identity can
-    /// list Nodes and create TokenReviews (the RBAC authoriser reads from a cache, so bindings
-    /// apply after a moment).
     /// The `gitVersion` the running API server reports on `/version`.
     async fn served_version(&self) -> Result<String, HarnessError> {
         let info = self
@@ -152,6 +150,10 @@ impl ControlPlane {
         Ok(info.git_version)
     }
 
+    /// Create the namespaces and the CCM's RBAC objects, then wait until the CCM identity can
+    /// list Nodes, create TokenReviews and read the ConfigMap
+    /// [`rbac::AUTHENTICATION_CONFIGMAP`] (the RBAC authoriser reads from a cache, so bindings
+    /// apply after a moment).
     async fn bootstrap(&self) -> Result<(), HarnessError> {
         let admin = self.admin_client().await?;
         let namespaces: Api<Namespace> = Api::all(admin.clone());
@@ -178,7 +180,7 @@ impl ControlPlane {
             .await
             .map_err(|e| HarnessError::kube("applying the CCM ClusterRole", e))?;
         let binding = rbac::ccm_cluster_role_binding();
-        let bindings = Api::<ClusterRoleBinding>::all(admin);
+        let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
         bindings
             .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&binding))
             .await
@@ -188,10 +190,18 @@ impl ControlPlane {
             .patch(rbac::CCM_AUTH_DELEGATOR_BINDING, &apply, &Patch::Apply(&delegator))
             .await
             .map_err(|e| HarnessError::kube("applying the CCM's auth-delegator ClusterRoleBinding", e))?;
+        let reader = rbac::ccm_authentication_reader_binding();
+        Api::<RoleBinding>::namespaced(admin, rbac::AUTHENTICATION_NAMESPACE)
+            .patch(rbac::CCM_AUTHENTICATION_READER_BINDING, &apply, &Patch::Apply(&reader))
+            .await
+            .map_err(|e| {
+                HarnessError::kube("applying the CCM's extension-apiserver-authentication-reader RoleBinding", e)
+            })?;
 
         let ccm = self.ccm_client().await?;
         let nodes: Api<Node> = Api::all(ccm.clone());
-        let token_reviews: Api<TokenReview> = Api::all(ccm);
+        let token_reviews: Api<TokenReview> = Api::all(ccm.clone());
+        let authentication: Api<ConfigMap> = Api::namespaced(ccm, rbac::AUTHENTICATION_NAMESPACE);
         // A review of a token that does not exist: allowed once the auth-delegator binding
         // applies (the answer is "not authenticated"), 403 before.
         let review = TokenReview {
@@ -205,7 +215,12 @@ impl ControlPlane {
                 Ok(()) => token_reviews.create(&PostParams::default(), &review).await.map(|_| ()),
                 Err(e) => Err(e),
             };
-            match reviewed {
+            // Allowed (present or not) once the reader binding applies, 403 before.
+            let read = match reviewed {
+                Ok(()) => authentication.get_opt(rbac::AUTHENTICATION_CONFIGMAP).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match read {
                 Ok(()) => true,
                 Err(e) => {
                     last_error = e.to_string();

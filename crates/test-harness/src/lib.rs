@@ -9,7 +9,8 @@
 //!   of Kubernetes 1.37 — or of `$HCLOUD_CCM_KUBERNETES_VERSION` — from their Go modules once
 //!   and caches them; a panicking test prints the version it ran against). It writes kubeconfigs for three static-token identities — admin
 //!   (`system:masters`), the CCM (the ServiceAccount user bound to exactly the CCM's
-//!   ClusterRole from [`rbac`] plus the built-in `system:auth-delegator` for its secure port)
+//!   ClusterRole from [`rbac`] plus the built-in `system:auth-delegator` and, in `kube-system`,
+//!   the built-in Role `extension-apiserver-authentication-reader` for its secure port)
 //!   and one without permissions; their bearer tokens are available too — and builds a fresh
 //!   [`kube::Client`] per call, because a client belongs to the tokio runtime that created it
 //!   and every `#[tokio::test]` has its own. [`ControlPlane::shared`] starts one control plane

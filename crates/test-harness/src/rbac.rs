@@ -16,12 +16,16 @@
 //! `tokenreviews.authentication.k8s.io` and `subjectaccessreviews.authorization.k8s.io`, which
 //! the CCM's secure port (`--secure-port`, 10258) needs to authenticate and authorize requests
 //! to `/metrics` by delegating to the API server, as every upstream controller manager does.
-//! The chart creates the same binding.
+//! And, in `kube-system`, to the built-in Role `extension-apiserver-authentication-reader`
+//! ([`ccm_authentication_reader_binding`]): it grants reading the ConfigMap
+//! `kube-system/extension-apiserver-authentication`, where the secure port looks up the
+//! cluster's client CA and front-proxy settings at start-up (unless
+//! `--authentication-skip-lookup`). The chart creates the same bindings.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleBinding, RoleRef, Subject};
 use kube::api::ObjectMeta;
 
 use crate::error::HarnessError;
@@ -39,6 +43,18 @@ pub const CCM_CLUSTER_ROLE: &str = "system:hcloud-cloud-controller-manager";
 pub const AUTH_DELEGATOR_CLUSTER_ROLE: &str = "system:auth-delegator";
 /// Name of the ClusterRoleBinding of the CCM's ServiceAccount to [`AUTH_DELEGATOR_CLUSTER_ROLE`].
 pub const CCM_AUTH_DELEGATOR_BINDING: &str = "hcloud-cloud-controller-manager:system:auth-delegator";
+
+/// The built-in Role in `kube-system` (kube-apiserver bootstraps it) granting `get`, `list` and
+/// `watch` on the ConfigMap [`AUTHENTICATION_CONFIGMAP`].
+pub const AUTHENTICATION_READER_ROLE: &str = "extension-apiserver-authentication-reader";
+/// Namespace of [`AUTHENTICATION_READER_ROLE`], of [`AUTHENTICATION_CONFIGMAP`] and of the
+/// CCM's binding to that Role.
+pub const AUTHENTICATION_NAMESPACE: &str = "kube-system";
+/// The ConfigMap in which kube-apiserver publishes its client CA and front-proxy settings.
+pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+/// Name of the RoleBinding of the CCM's ServiceAccount to [`AUTHENTICATION_READER_ROLE`].
+pub const CCM_AUTHENTICATION_READER_BINDING: &str =
+    "hcloud-cloud-controller-manager:extension-apiserver-authentication-reader";
 
 /// The shipped ClusterRole rules file, relative to the repository root.
 pub const CCM_RULES_PATH: &str = "deploy/chart/hcloud-ccm/files/clusterrole-rules.json";
@@ -105,6 +121,31 @@ pub fn ccm_auth_delegator_binding() -> ClusterRoleBinding {
             api_group: Some("rbac.authorization.k8s.io".to_owned()),
             kind: "ClusterRole".to_owned(),
             name: AUTH_DELEGATOR_CLUSTER_ROLE.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: CCM_SERVICE_ACCOUNT.to_owned(),
+            namespace: Some(CCM_NAMESPACE.to_owned()),
+            ..Subject::default()
+        }]),
+    }
+}
+
+/// Binds the built-in Role [`AUTHENTICATION_READER_ROLE`] in [`AUTHENTICATION_NAMESPACE`] to the
+/// CCM's ServiceAccount, so that its secure port can read the cluster's client CA and
+/// front-proxy settings from [`AUTHENTICATION_CONFIGMAP`].
+pub fn ccm_authentication_reader_binding() -> RoleBinding {
+    RoleBinding {
+        metadata: ObjectMeta {
+            name: Some(CCM_AUTHENTICATION_READER_BINDING.to_owned()),
+            namespace: Some(AUTHENTICATION_NAMESPACE.to_owned()),
+            labels: Some(labels()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
+            kind: "Role".to_owned(),
+            name: AUTHENTICATION_READER_ROLE.to_owned(),
         },
         subjects: Some(vec![Subject {
             kind: "ServiceAccount".to_owned(),
@@ -187,5 +228,20 @@ mod tests {
         );
         // Distinct from the CCM's own binding, whose rules stay the official ones.
         assert_ne!(binding.metadata.name.as_deref(), Some(CCM_CLUSTER_ROLE));
+    }
+
+    #[test]
+    fn authentication_reader_binding_targets_the_ccm_service_account_in_kube_system() {
+        let binding = ccm_authentication_reader_binding();
+        assert_eq!(binding.metadata.namespace.as_deref(), Some("kube-system"));
+        assert_eq!(binding.role_ref.kind, "Role");
+        assert_eq!(binding.role_ref.name, "extension-apiserver-authentication-reader");
+        let subjects = binding.subjects.unwrap_or_default();
+        assert_eq!(subjects.len(), 1);
+        assert_eq!(subjects[0].kind, "ServiceAccount");
+        assert_eq!(
+            format!("system:serviceaccount:{}:{}", subjects[0].namespace.as_deref().unwrap_or(""), subjects[0].name),
+            CCM_USER
+        );
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use k8s_openapi::api::core::v1::{Event as CoreEvent, Node, ObjectReference, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Node, ObjectReference, Secret};
 use k8s_openapi::api::events::v1::Event as EventsV1Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
@@ -11,7 +11,7 @@ use kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use test_harness::{
-    ControlPlane, EventApi, NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TAINT_KEY, events_for,
+    ControlPlane, EventApi, NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TAINT_KEY, events_for, rbac,
     set_ready, unique_name, wait_for, wait_for_event,
 };
 
@@ -107,6 +107,23 @@ async fn ccm_identity_has_exactly_the_ccm_permissions() -> Result<()> {
         .create(&PostParams::default(), &core_event(&name, "RbacProbe"))
         .await
         .context("CCM creating a core/v1 event")?;
+
+    // The built-in Role extension-apiserver-authentication-reader: that one ConfigMap (present
+    // or not), no other.
+    let configmaps: Api<ConfigMap> = Api::namespaced(ccm.clone(), rbac::AUTHENTICATION_NAMESPACE);
+    configmaps
+        .get_opt(rbac::AUTHENTICATION_CONFIGMAP)
+        .await
+        .context("CCM reading kube-system/extension-apiserver-authentication")?;
+    for other in [
+        configmaps.get_opt("kube-root-ca.crt").await.map(|_| ()),
+        configmaps.list(&ListParams::default()).await.map(|_| ()),
+    ] {
+        match other {
+            Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
+            other => bail!("CCM reading other ConfigMaps: expected 403, got {other:?}"),
+        }
+    }
 
     // Not in the CCM's role: Secrets.
     let secrets: Api<Secret> = Api::namespaced(ccm, "kube-system");

@@ -22,8 +22,9 @@
 //! - [`robot_enabled_sets_robot_enabled_and_optional_credentials`]: `robot.enabled` is what sets
 //!   `ROBOT_ENABLED` (false in the static manifests), and the Robot credentials come from the
 //!   `hcloud` Secret's optional keys `robot-user` / `robot-password` in every render.
-//! - [`shipped_rbac_is_what_the_control_plane_grants`]: the chart's ClusterRole and bindings are
-//!   the ones [`test_harness::rbac`] applies (and every e2e test runs the CCM with).
+//! - [`shipped_rbac_is_what_the_control_plane_grants`]: the chart's ClusterRole, ClusterRoleBindings
+//!   and RoleBinding are the ones [`test_harness::rbac`] applies (and every e2e test runs the CCM
+//!   with).
 //! - [`dev_environment_terraform_parses`]: `deploy/dev/*.tf` parses with python-hcl2, holds the
 //!   tutorial's pieces with its problems fixed, and passes `terraform fmt -check` when
 //!   terraform is on PATH.
@@ -33,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use anyhow::{Context, Result, bail, ensure};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
 use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, discovery};
 use serde_json::Value;
@@ -330,6 +331,16 @@ async fn shipped_rbac_is_what_the_control_plane_grants() -> Result<()> {
         assert_eq!(shipped.role_ref, harness.role_ref);
         assert_eq!(shipped.subjects, harness.subjects);
     }
+
+    // The secure port's lookup of kube-system/extension-apiserver-authentication.
+    let role_bindings: Vec<RoleBinding> =
+        of_kind("RoleBinding").into_iter().map(|b| serde_json::from_value(b.clone())).collect::<Result<_, _>>()?;
+    ensure!(role_bindings.len() == 1, "one RoleBinding, got {role_bindings:?}");
+    let (shipped, harness) = (&role_bindings[0], rbac::ccm_authentication_reader_binding());
+    assert_eq!(shipped.metadata.name, harness.metadata.name);
+    assert_eq!(shipped.metadata.namespace, harness.metadata.namespace);
+    assert_eq!(shipped.role_ref, harness.role_ref);
+    assert_eq!(shipped.subjects, harness.subjects);
 
     let accounts = of_kind("ServiceAccount");
     ensure!(accounts.len() == 1, "one ServiceAccount");

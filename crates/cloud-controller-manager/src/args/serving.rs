@@ -70,8 +70,8 @@ pub struct AuthArgs {
     pub authentication_token_webhook_cache_ttl: Duration,
 
     /// Start even if the lookup in kube-system/extension-apiserver-authentication fails (a
-    /// warning says so). Default true here (upstream: false): the least-privilege RBAC does not
-    /// grant reading that ConfigMap.
+    /// warning says so). Default true here (upstream: false): the chart's RBAC grants the
+    /// lookup, but RBAC of one's own may not.
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
     pub authentication_tolerate_lookup_failure: bool,
 
