@@ -9,6 +9,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
 
 use common::{Env, REACT, metrics_address, pairs};
 use hcloud_fake::control::{PublicIpv6Change, SeedNetwork, SeedServer};
@@ -29,11 +30,16 @@ fn pod_cidrs(n: &Node) -> Vec<String> {
     n.spec.as_ref().and_then(|s| s.pod_cidrs.clone()).unwrap_or_default()
 }
 
-/// The Node's range in its server's /64 at the default /80: `<prefix>:1::/80`.
-fn expected_v6(h: &FakeHandle, server: u64) -> String {
+/// The second /`mask` block of the server's /64 (at /80: `<prefix>:1::/80`).
+fn block(h: &FakeHandle, server: u64, mask: u32) -> String {
     let net = h.server(server).expect("server").public_net.ipv6.expect("ipv6").ip;
-    let prefix = net.strip_suffix("::/64").expect("a /64 written as <prefix>::/64");
-    format!("{prefix}:1::/80")
+    let addr: Ipv6Addr = net.strip_suffix("/64").expect("a /64").parse().expect("address");
+    format!("{}/{mask}", Ipv6Addr::from(u128::from(addr) + (1u128 << (128 - mask))))
+}
+
+/// The Node's range at the default /80.
+fn expected_v6(h: &FakeHandle, server: u64) -> String {
+    block(h, server, 80)
 }
 
 async fn assigned(env: &Env, name: &str) -> Vec<String> {
@@ -177,8 +183,53 @@ async fn ipv6_only_nodes_get_their_servers_range_alone() {
     ];
     let ccm = env.ccm(&[("HCLOUD_INSTANCES_ADDRESS_FAMILY", "ipv6")], &args).await;
     NodeBuilder::new("node-v6").register(&env.client).await.expect("node");
-    let net = h.server(id).expect("server").public_net.ipv6.expect("ipv6").ip;
-    let prefix = net.strip_suffix("::/64").expect("/64");
-    assert_eq!(assigned(&env, "node-v6").await, [format!("{prefix}::1:0/112")]);
+    let range = block(&h, id, 112);
+    assert!(range.ends_with("::1:0/112"), "{range}");
+    assert_eq!(assigned(&env, "node-v6").await, [range]);
     assert!(ccm.logs().contains("node-route-controller not started"), "{}", ccm.logs());
+}
+
+/// Server requests of a burst of `n` Nodes joining (all initialized, and with `ipam` all
+/// assigned), by endpoint: the difference the run made to the fake's request log.
+async fn burst_reads(env: &Env, n: usize, ipam: bool) -> BTreeMap<String, usize> {
+    let h = env.fake.handle();
+    let before = server_reads(&h);
+    let args: &[&str] = if ipam { &DUAL_STACK[..3] } else { &[] };
+    let mut args = args.to_vec();
+    args.push("--cluster-cidr=10.244.0.0/16");
+    let ccm = env.ccm(&[], &args).await;
+    let names: Vec<String> = (1..=n).map(|i| format!("burst{i}")).collect();
+    for name in &names {
+        NodeBuilder::new(name).register(&env.client).await.expect("node");
+    }
+    let done = |node: &Node| !common::tainted(node) && (!ipam || pod_cidrs(node).len() == 2);
+    let all = wait_until(REACT, "every node initialized (and assigned)", async || {
+        let list = env.nodes.list(&Default::default()).await.map(|l| l.items).unwrap_or_default();
+        list.len() == n && list.iter().all(done)
+    })
+    .await;
+    all.unwrap_or_else(|e| panic!("{e}\n{}", ccm.logs()));
+    ccm.stop().await.expect("stops");
+    for name in &names {
+        env.nodes.delete(name, &DeleteParams::default()).await.expect("delete");
+    }
+    wait_until(REACT, "the burst's nodes are gone", async || {
+        env.nodes.list(&Default::default()).await.is_ok_and(|l| l.items.is_empty())
+    })
+    .await
+    .expect("gone");
+    let after = server_reads(&h);
+    after.into_iter().map(|(k, v)| (k.clone(), v - before.get(&k).copied().unwrap_or(0))).collect()
+}
+
+/// The allocator's server lookups are answered by the server data the node controller reads
+/// anyway: a burst of 20 Nodes costs the same server requests with node IPAM as without.
+#[tokio::test]
+async fn node_ipam_adds_no_server_requests() {
+    let env = Env::start(FakeConfig::default()).await;
+    env.fake.handle().seed_servers(&hcloud_fake::control::SeedServerBatch::new("burst", 20)).expect("servers");
+    let without = burst_reads(&env, 20, false).await;
+    let with = burst_reads(&env, 20, true).await;
+    eprintln!("server reads for 20 Nodes: without node IPAM {without:?}, with {with:?}");
+    assert_eq!(with, without);
 }
