@@ -6,7 +6,8 @@ use clap::Parser;
 
 use crate::cli::Cli;
 
-/// Flags that have no meaning here: given, each yields exactly one warning naming it.
+/// Flags that have no meaning here (with the default controllers): given, each yields exactly
+/// one warning naming it.
 const NO_EFFECT: &[&str] = &[
     "cloud-config",
     "cert-dir",
@@ -29,6 +30,7 @@ const NO_EFFECT: &[&str] = &[
     "webhook-tls-sni-cert-key",
     "log-text-info-buffer-size",
     "log-text-split-stream",
+    // Acted on by node-ipam-controller, which is off by default: without it, one warning.
     "cidr-allocator-type",
 ];
 
