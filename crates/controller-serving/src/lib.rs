@@ -27,10 +27,11 @@
 //!   [`SecureServing`]'s address, with the given certificate files or a self-signed certificate
 //!   generated in memory (a CA plus a serving certificate for `localhost`, `127.0.0.1`, `::1`
 //!   and the host name, valid for a year). Port 0 turns it off. Paths other than the probes
-//!   need a bearer token that [`DelegatingAuth`] accepts: a `TokenReview` authenticates it,
-//!   members of `system:masters` are allowed, everyone else is checked with a
-//!   `SubjectAccessReview` for the non-resource path and verb `get`. Decisions are cached for
-//!   10 s by the token's SHA-256. The server's identity needs the ClusterRole
+//!   are authenticated and authorized by [`DelegatingAuth`]: a `TokenReview` authenticates a
+//!   bearer token, a request without credentials is [`ANONYMOUS_USER`]'s (a rejected token is
+//!   401), members of `system:masters` are allowed, everyone else is checked with a
+//!   `SubjectAccessReview` for the non-resource path and verb `get` (403 when it refuses).
+//!   Decisions are cached for 10 s by the token's SHA-256 (or the user). The server's identity needs the ClusterRole
 //!   `system:auth-delegator`. [`AuthSettings`] (via [`DelegatingAuth::with_settings`]) adds
 //!   upstream's other options: separate clients for the two reviews, the cache TTLs, the
 //!   always-allowed paths, client certificates of a client CA (CommonName as user,
@@ -106,9 +107,9 @@ mod tls_params;
 
 pub use address::parse_listen_address;
 pub use auth::{
-    ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
+    ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
     DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT, RequestHeaderSettings,
-    WARNING_INTERVAL, path_matches,
+    UNAUTHENTICATED_GROUP, WARNING_INTERVAL, path_matches,
 };
 pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};

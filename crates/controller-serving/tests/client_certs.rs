@@ -123,12 +123,22 @@ async fn a_client_certificate_signed_by_the_client_ca_reaches_metrics() {
         (StatusCode::FORBIDDEN, "forbidden: User \"cert-user\" cannot get path \"/metrics\"\n")
     );
 
-    // A certificate another CA signed authenticates nobody: the request needs a token.
+    // A certificate another CA signed authenticates nobody: without a token that is a 401, not
+    // the anonymous user (upstream's union authenticator fails with the verification error).
     let stranger = Ca::new("other-ca").client("cert-admin", &["system:masters"]);
-    let (status, _) = get(&client(&bound, Some(&stranger)), &bound, &[]).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = get(&client(&bound, None), &bound, &[]).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = get(&client(&bound, Some(&stranger)), &bound, &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(body.contains("--client-ca-file"), "{body}");
+    // With a valid token the token decides.
+    let bearer = [("Authorization", format!("Bearer {}", control_plane.admin_token()))];
+    let bearer: Vec<(&str, &str)> = bearer.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(get(&client(&bound, Some(&stranger)), &bound, &bearer).await.0, StatusCode::OK);
+    // No certificate and no token: the anonymous user, refused by RBAC.
+    let (status, body) = get(&client(&bound, None), &bound, &[]).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden: User \"system:anonymous\" cannot get path \"/metrics\"\n")
+    );
     shutdown.cancel();
 }
 
@@ -169,13 +179,17 @@ async fn a_front_proxy_request_authenticates_through_the_request_headers() {
         (status, body.as_str()),
         (StatusCode::FORBIDDEN, "forbidden: User \"bob\" cannot get path \"/metrics\"\n")
     );
-    // Without the proxy's certificate the headers count for nothing.
-    let (status, _) = get(&client(&bound, None), &bound, &masters).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    // A certificate of the CA with a name not in --requestheader-allowed-names neither.
+    // Without the proxy's certificate the headers count for nothing: the anonymous user.
+    let (status, body) = get(&client(&bound, None), &bound, &masters).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("system:anonymous"), "{body}");
+    // A certificate of the CA with a name not in --requestheader-allowed-names is refused: 401.
     let other = client(&bound, Some(&proxy_ca.client("someone-else", &[])));
-    let (status, _) = get(&other, &bound, &masters).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = get(&other, &bound, &masters).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(body.contains("--requestheader-allowed-names"), "{body}");
+    // The proxy's certificate without a user header names nobody: anonymous (no client CA here).
+    assert_eq!(get(&proxy, &bound, &[]).await.0, StatusCode::FORBIDDEN);
     shutdown.cancel();
 
     // Empty --requestheader-allowed-names: any certificate of the CA.

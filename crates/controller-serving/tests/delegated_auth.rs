@@ -1,5 +1,6 @@
 //! Delegated authentication and authorization against the real kube-apiserver from
-//! `test-harness`: which tokens get what answer, and which RBAC the server's identity needs.
+//! `test-harness`: which tokens (or none: the anonymous user) get what answer, and which RBAC
+//! the server's identity needs.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // Test helpers outside #[test] fns.
 
@@ -8,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::start_secure;
-use controller_serving::{DelegatingAuth, Health, MetricsRegistry};
+use controller_serving::{ANONYMOUS_USER, DelegatingAuth, Health, MetricsRegistry, UNAUTHENTICATED_GROUP};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
@@ -50,14 +51,22 @@ async fn tokens_are_reviewed_by_the_api_server() {
     let client = running.client();
     let metrics = running.url("/metrics");
 
+    // No credentials: the anonymous user, whom the API server's RBAC does not allow /metrics.
     let (status, body) = get(&client, metrics.clone(), None).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    let response = client.get(metrics.clone()).send().await.expect("a response");
-    assert_eq!(response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()), Some("Bearer"));
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::FORBIDDEN, "forbidden: User \"system:anonymous\" cannot get path \"/metrics\"\n")
+    );
+    // Neither does another scheme or an empty bearer token authenticate anyone.
+    let response = client.get(metrics.clone()).header("authorization", "Basic dXNlcjpwYXNz").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
 
+    // Credentials that authenticate nobody are refused before any authorization.
     let (status, body) = get(&client, metrics.clone(), Some("bogus-token")).await;
     assert_eq!((status, body.as_str()), (StatusCode::UNAUTHORIZED, "Unauthorized: the bearer token is not valid\n"));
     assert!(!body.contains("bogus"), "the token is never echoed");
+    let response = client.get(metrics.clone()).bearer_auth("bogus-token").send().await.expect("a response");
+    assert_eq!(response.headers().get("www-authenticate").and_then(|v| v.to_str().ok()), Some("Bearer"));
 
     let (status, body) = get(&client, metrics.clone(), Some(control_plane.admin_token())).await;
     assert_eq!(status, StatusCode::OK, "system:masters is always allowed: {body}");
@@ -71,7 +80,7 @@ async fn tokens_are_reviewed_by_the_api_server() {
     for path in ["/healthz", "/livez", "/readyz", "/readyz/ping"] {
         assert_eq!(get(&client, running.url(path), None).await, (StatusCode::OK, "ok".to_owned()), "{path}");
     }
-    assert_eq!(get(&client, running.url("/configz"), None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(get(&client, running.url("/configz"), None).await.0, StatusCode::FORBIDDEN);
     assert_eq!(get(&client, running.url("/configz"), Some(control_plane.admin_token())).await.0, StatusCode::NOT_FOUND);
 }
 
@@ -203,8 +212,105 @@ async fn without_review_permissions_the_server_explains_the_missing_rbac() {
         assert!(!body.contains(token), "the token is never echoed");
     }
     assert_eq!(get(&client, running.url("/healthz"), None).await, (StatusCode::OK, "ok".to_owned()));
-    // No credentials is still a plain 401: nothing to review.
-    assert_eq!(get(&client, running.url("/metrics"), None).await.0, StatusCode::UNAUTHORIZED);
+    // No credentials: the anonymous user still needs a SubjectAccessReview, which fails the same way.
+    let (status, body) = get(&client, running.url("/metrics"), None).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(body.contains("subjectaccessreviews.authorization.k8s.io"), "{body}");
+}
+
+fn metrics_reader_role(name: &str, path: &str) -> ClusterRole {
+    ClusterRole {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(vec![path.to_owned()]),
+            verbs: vec!["get".to_owned()],
+            ..PolicyRule::default()
+        }]),
+        ..ClusterRole::default()
+    }
+}
+
+async fn anonymous_can_get_path(admin: &Client, path: &str) -> bool {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(ANONYMOUS_USER.to_owned()),
+            groups: Some(vec![UNAUTHENTICATED_GROUP.to_owned()]),
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some(path.to_owned()),
+                verb: Some("get".to_owned()),
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let reviewed = Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await;
+    reviewed.expect("a SubjectAccessReview as admin").status.is_some_and(|s| s.allowed)
+}
+
+/// Upstream's delegated authentication treats a request without credentials as
+/// `system:anonymous` in `system:unauthenticated`, so RBAC can open a path to it: a ClusterRole
+/// granting `get` on `/metrics`, bound to the group or to the user, lets it through. A rejected
+/// token stays 401. On a control plane of its own: the binding opens `/metrics` to every
+/// anonymous request, which the other tests expect to be refused.
+#[tokio::test]
+async fn rbac_can_allow_the_anonymous_user() {
+    common::init_tracing();
+    let control_plane = ControlPlane::start().await.expect("a private control plane starts");
+    let admin = control_plane.admin_client().await.expect("admin client");
+    let path = "/metrics";
+    assert!(!anonymous_can_get_path(&admin, path).await, "precondition: anonymous may not get /metrics");
+    let role_name = unique_name("anonymous-metrics");
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &metrics_reader_role(&role_name, path))
+        .await
+        .expect("creating the role");
+    let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
+    let group = Subject {
+        kind: "Group".to_owned(),
+        name: UNAUTHENTICATED_GROUP.to_owned(),
+        api_group: Some("rbac.authorization.k8s.io".to_owned()),
+        ..Subject::default()
+    };
+    bindings.create(&PostParams::default(), &binding(&role_name, &role_name, group)).await.expect("binding");
+    wait_until(Duration::from_secs(20), "the anonymous binding to apply", async || {
+        anonymous_can_get_path(&admin, path).await
+    })
+    .await
+    .expect("binding applies");
+
+    let auth = DelegatingAuth::with_cache_ttl(control_plane.ccm_client().await.expect("client"), Duration::ZERO);
+    let running = start_secure(Health::new(), metrics_with_a_counter(), Some(auth)).await;
+    let client = running.client();
+    let (status, body) = get(&client, running.url(path), None).await;
+    assert_eq!(status, StatusCode::OK, "allowed for system:unauthenticated: {body}");
+    assert!(body.contains("delegated_test_total 1\n"), "{body}");
+    // Only that path, and a rejected token is still refused outright.
+    assert_eq!(get(&client, running.url("/configz"), None).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(get(&client, running.url(path), Some("bogus-token")).await.0, StatusCode::UNAUTHORIZED);
+    // An authenticated user is not anonymous: the binding does not cover them.
+    assert_eq!(get(&client, running.url(path), Some(control_plane.restricted_token())).await.0, StatusCode::FORBIDDEN);
+
+    // Bound to the user instead of the group: the same.
+    bindings.delete(&role_name, &DeleteParams::default()).await.expect("deleting the binding");
+    wait_until(Duration::from_secs(20), "the revocation to apply", async || {
+        !anonymous_can_get_path(&admin, path).await
+    })
+    .await
+    .expect("revocation applies");
+    assert_eq!(get(&client, running.url(path), None).await.0, StatusCode::FORBIDDEN);
+    let user = Subject {
+        kind: "User".to_owned(),
+        name: ANONYMOUS_USER.to_owned(),
+        api_group: Some("rbac.authorization.k8s.io".to_owned()),
+        ..Subject::default()
+    };
+    bindings.create(&PostParams::default(), &binding(&role_name, &role_name, user)).await.expect("binding");
+    wait_until(Duration::from_secs(20), "the user binding to apply", async || {
+        anonymous_can_get_path(&admin, path).await
+    })
+    .await
+    .expect("binding applies");
+    assert_eq!(get(&client, running.url(path), None).await.0, StatusCode::OK);
 }
 
 /// RBAC on the non-resource path decides for users outside `system:masters`, and decisions are
@@ -219,15 +325,7 @@ async fn rbac_on_the_path_decides_and_decisions_are_cached() {
     assert!(!can_get_path(&admin, rbac::CCM_USER, path).await, "precondition: no /metrics permission");
 
     let role_name = unique_name("metrics-reader");
-    let role = ClusterRole {
-        metadata: ObjectMeta { name: Some(role_name.clone()), ..ObjectMeta::default() },
-        rules: Some(vec![PolicyRule {
-            non_resource_urls: Some(vec![path.to_owned()]),
-            verbs: vec!["get".to_owned()],
-            ..PolicyRule::default()
-        }]),
-        ..ClusterRole::default()
-    };
+    let role = metrics_reader_role(&role_name, path);
     Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.expect("creating the role");
     let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
     bindings

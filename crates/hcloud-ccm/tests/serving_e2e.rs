@@ -97,8 +97,11 @@ async fn health_and_metrics_answer_on_both_listeners_with_delegated_auth_on_the_
     // /metrics: open on the plain listener, delegated authn/authz on the secure port.
     let (status, plain) = endpoints.get(format!("{}/metrics", endpoints.plain), None).await;
     assert_eq!(status, 200);
-    let (status, _) = endpoints.get(format!("{}/metrics", endpoints.secure), None).await;
-    assert_eq!(status, 401, "no token");
+    let (status, body) = endpoints.get(format!("{}/metrics", endpoints.secure), None).await;
+    assert_eq!(status, 403, "no token: the anonymous user, whom RBAC does not allow: {body}");
+    assert!(body.contains("User \"system:anonymous\" cannot get path \"/metrics\""), "{body}");
+    let (status, body) = endpoints.get(format!("{}/metrics", endpoints.secure), Some("bogus-token")).await;
+    assert_eq!(status, 401, "a rejected token: {body}");
     let (status, body) = endpoints.get(format!("{}/metrics", endpoints.secure), Some(env.cp.restricted_token())).await;
     assert_eq!(status, 403, "a user without rights: {body}");
     let (status, secure) = endpoints.get(format!("{}/metrics", endpoints.secure), Some(env.cp.admin_token())).await;

@@ -131,11 +131,14 @@ async fn client_certificates_front_proxy_and_tls_flags_work_on_the_binary() {
     let metrics = format!("https://127.0.0.1:{port}/metrics");
     let healthz = format!("https://127.0.0.1:{port}/healthz");
 
-    // /metrics is always allowed here; /healthz too. Another path needs credentials.
+    // /metrics is always allowed here; /healthz too. Another path is authorized: without
+    // credentials for the anonymous user, whom RBAC refuses.
     assert_eq!(status(&metrics, None, &[]).await, 200);
     assert_eq!(status(&healthz, None, &[]).await, 200);
     let other = format!("https://127.0.0.1:{port}/other");
-    assert_eq!(status(&other, None, &[]).await, 401);
+    assert_eq!(status(&other, None, &[]).await, 403);
+    // A certificate neither CA signed authenticates nobody: 401, not anonymous.
+    assert_eq!(status(&other, Some(Ca::new("stranger-ca").client("admin", &["system:masters"])), &[]).await, 401);
     // A client certificate of the client CA in system:masters: allowed (then 404: no such path).
     assert_eq!(status(&other, Some(client_ca.client("admin", &["system:masters"])), &[]).await, 404);
     // Outside system:masters the API server's SubjectAccessReview refuses.
@@ -143,6 +146,7 @@ async fn client_certificates_front_proxy_and_tls_flags_work_on_the_binary() {
     // The front proxy asserts a user by headers.
     let headers = [("X-Remote-User", "alice"), ("X-Remote-Group", "system:masters")];
     assert_eq!(status(&other, Some(proxy_ca.client("front-proxy", &[])), &headers).await, 404);
+    // A front-proxy certificate with a CommonName outside --requestheader-allowed-names: 401.
     assert_eq!(status(&other, Some(proxy_ca.client("not-allowed", &[])), &headers).await, 401);
     // --tls-min-version=VersionTLS13.
     assert!(!tls12_handshake(port).await, "a TLS 1.2 handshake must be refused");
@@ -205,12 +209,13 @@ async fn missing_client_ca_settings_are_looked_up_in_the_cluster() {
     assert!(!logs.contains(REFUSED), "{logs}");
     ccm.stop().await.expect("stops");
 
-    // --authentication-skip-lookup: the cluster's CAs are not used.
+    // --authentication-skip-lookup: the cluster's CAs are not used; no client certificate is
+    // asked for, so these requests are the anonymous user's, whom RBAC refuses.
     let port = free_port();
     let skipped = env.ccm(&[], &[&format!("--secure-port={port}"), "--authentication-skip-lookup"]).await;
     let other = format!("https://127.0.0.1:{port}/other");
-    assert_eq!(status(&other, Some(client_ca.client("admin", &["system:masters"])), &[]).await, 401);
-    assert_eq!(status(&other, Some(proxy_ca.client("front-proxy", &[])), &headers).await, 401);
+    assert_eq!(status(&other, Some(client_ca.client("admin", &["system:masters"])), &[]).await, 403);
+    assert_eq!(status(&other, Some(proxy_ca.client("front-proxy", &[])), &headers).await, 403);
     let logs = skipped.logs();
     assert!(!logs.contains(LOOKED_UP) && !logs.contains(REFUSED), "{logs}");
     skipped.stop().await.expect("stops");

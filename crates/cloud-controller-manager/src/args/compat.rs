@@ -139,9 +139,10 @@ pub struct LoggingArgs {
 
     /// `pattern=N,...`: verbosity N for the log targets matching pattern (a Rust module path
     /// like `cloud_controllers::route`; a trailing `*` matches a prefix). Patterns naming Go
-    /// source files match nothing here (a warning says so).
-    #[arg(long, default_value = "")]
-    pub vmodule: String,
+    /// source files match nothing here (a warning says so). Repeatable: the occurrences add up
+    /// (as upstream's).
+    #[arg(long, action = ArgAction::Append)]
+    pub vmodule: Vec<String>,
 
     /// Longest time between log flushes (every line is written at once here).
     #[arg(long, default_value = "5s", value_parser = go_duration)]

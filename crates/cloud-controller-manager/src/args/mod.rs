@@ -199,8 +199,10 @@ pub struct ManagerArgs {
     /// Feature gates as key=bool pairs. CloudControllerManagerWatchBasedRoutesReconciliation
     /// (default true here, as the official Hetzner chart sets it): reconcile routes on node
     /// events (plus --route-resync-period) instead of every --route-reconciliation-period.
-    #[arg(long, default_value = "")]
-    pub feature_gates: String,
+    /// Repeatable: the occurrences merge, a later one winning for the same gate (upstream's
+    /// mapStringBool).
+    #[arg(long, action = ArgAction::Append)]
+    pub feature_gates: Vec<String>,
 
     /// [compat] Profiling endpoints (there are none here; upstream's default is true).
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
@@ -312,7 +314,8 @@ impl ManagerArgs {
         if self.cert_dir.is_some() {
             warnings.push("--cert-dir is ignored: the self-signed serving certificate is kept in memory".to_owned());
         }
-        let gates = parse_feature_gates(&self.feature_gates).unwrap_or_else(|e| {
+        // Occurrences in order: parsing them as one list merges them as upstream's flag does.
+        let gates = parse_feature_gates(&self.feature_gates.join(",")).unwrap_or_else(|e| {
             errors.push(e);
             FeatureGates::default()
         });
@@ -420,7 +423,7 @@ impl ManagerArgs {
             Some(_) => LogFormat::Plain,
             None => self.log_format,
         };
-        let vmodule = match parse_vmodule(&self.logging.vmodule) {
+        let vmodule = match parse_vmodule(&self.logging.vmodule.join(",")) {
             Ok((directives, notes)) => {
                 warnings.extend(notes);
                 directives
@@ -538,3 +541,6 @@ impl ManagerArgs {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod repeat_tests;

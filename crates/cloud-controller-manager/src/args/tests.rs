@@ -49,7 +49,8 @@ fn test_default_flags() {
     assert_eq!(a.route_reconciliation_period, Duration::from_secs(10));
     assert_eq!(a.route_resync_period, Duration::from_secs(240));
     assert_eq!(a.cluster_cidr, "");
-    assert_eq!(parse_feature_gates(&a.feature_gates), Ok(FeatureGates::default()));
+    assert!(a.feature_gates.is_empty());
+    assert_eq!(parse_feature_gates(&a.feature_gates.join(",")), Ok(FeatureGates::default()));
     assert!(FeatureGates::default().watch_based_routes, "watch-based routes by default, as the official chart");
     assert_eq!(a.bind_address, "0.0.0.0");
     assert_eq!(a.secure_port, 10258);

@@ -30,7 +30,8 @@ impl Default for FeatureGates {
     }
 }
 
-/// Parses `--feature-gates` (`Name=bool` pairs, comma-separated, Go booleans).
+/// Parses `--feature-gates` (`Name=bool` pairs, comma-separated, Go booleans); a later pair
+/// wins for the same gate, so the occurrences of a repeated flag parse as one joined list.
 pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
     let mut gates = FeatureGates::default();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -48,6 +49,7 @@ pub fn parse_feature_gates(s: &str) -> Result<FeatureGates, String> {
         match name {
             WATCH_BASED_ROUTES_GATE => gates.watch_based_routes = on,
             n if IGNORED_GATES.contains(&n) => {}
+            n if gates.unknown.iter().any(|u| u == n) => {}
             n => gates.unknown.push(n.to_owned()),
         }
     }

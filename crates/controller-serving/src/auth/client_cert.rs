@@ -3,8 +3,9 @@
 //!
 //! The TLS layer asks for a client certificate but accepts any (checking only that the client
 //! holds its key), as Go's `tls.RequestClientCert` does; the chain is verified per request
-//! against each CA here, so a certificate no CA signed just leaves the request to the bearer
-//! token, as upstream's union authenticator does.
+//! against each CA here, so a certificate no CA signed leaves the request to the bearer token,
+//! as upstream's union authenticator does, and without a token is answered 401 (not treated as
+//! anonymous).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use x509_cert::der::Decode;
 use x509_cert::der::oid::ObjectIdentifier;
 use x509_cert::ext::pkix::name::DirectoryString;
 
+use super::decision::CertIdentity;
 use crate::error::ServeError;
 
 const COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
@@ -161,27 +163,53 @@ impl ClientCertAuth {
         Arc::clone(&self.tls)
     }
 
-    /// The user the client certificate and headers authenticate, if any: the front proxy's
-    /// asserted user first, then the certificate's own identity (upstream's order).
-    pub(crate) fn authenticate(&self, chain: &[CertificateDer<'static>], headers: &HeaderMap) -> Option<UserInfo> {
-        let (leaf, intermediates) = chain.split_first()?;
+    /// What the client certificate and headers say: the front proxy's asserted user first,
+    /// then the certificate's own identity (upstream's order). A certificate that one of the
+    /// configured checks refused, and none accepted, is [`CertIdentity::Rejected`] (upstream's
+    /// union authenticator returns the verification error then, and answers 401 unless a bearer
+    /// token authenticates).
+    pub(crate) fn authenticate(&self, chain: &[CertificateDer<'static>], headers: &HeaderMap) -> CertIdentity {
+        let Some((leaf, intermediates)) = chain.split_first() else { return CertIdentity::None };
         let now = UnixTime::now();
-        if let Some((verifier, settings)) = &self.request_header
-            && verifier.verify_client_cert(leaf, intermediates, now).is_ok()
-        {
-            let allowed = settings.allowed_names.is_empty()
-                || subject(leaf).is_some_and(|(cn, _)| settings.allowed_names.contains(&cn));
-            if allowed && let Some(user) = user_from_headers(settings, headers) {
-                return Some(user);
+        let mut refusals = Vec::new();
+        if let Some((verifier, settings)) = &self.request_header {
+            match verifier.verify_client_cert(leaf, intermediates, now) {
+                Err(error) => {
+                    tracing::debug!(%error, "the client certificate is not the front proxy's");
+                    refusals.push("not signed by the front proxy's CA (--requestheader-client-ca-file)".to_owned());
+                }
+                Ok(_) => {
+                    let name = subject(leaf).map(|(cn, _)| cn).unwrap_or_default();
+                    if !settings.allowed_names.is_empty() && !settings.allowed_names.contains(&name) {
+                        refusals.push(format!("its CommonName {name:?} is not in --requestheader-allowed-names"));
+                    } else if let Some(user) = user_from_headers(settings, headers) {
+                        return CertIdentity::User(user);
+                    }
+                }
             }
         }
-        if let Some(verifier) = &self.client_ca
-            && verifier.verify_client_cert(leaf, intermediates, now).is_ok()
-            && let Some((name, groups)) = subject(leaf).filter(|(cn, _)| !cn.is_empty())
-        {
-            return Some(UserInfo { username: Some(name), groups: Some(groups), ..UserInfo::default() });
+        if let Some(verifier) = &self.client_ca {
+            match verifier.verify_client_cert(leaf, intermediates, now) {
+                Err(error) => {
+                    tracing::debug!(%error, "the client certificate is not the client CA's");
+                    refusals.push("not signed by the client CA (--client-ca-file)".to_owned());
+                }
+                Ok(_) => {
+                    if let Some((name, groups)) = subject(leaf).filter(|(cn, _)| !cn.is_empty()) {
+                        return CertIdentity::User(UserInfo {
+                            username: Some(name),
+                            groups: Some(groups),
+                            ..UserInfo::default()
+                        });
+                    }
+                }
+            }
         }
-        None
+        if refusals.is_empty() {
+            CertIdentity::None
+        } else {
+            CertIdentity::Rejected(format!("the client certificate authenticates nobody: {}", refusals.join("; ")))
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The pure half of delegated authentication and authorization: reading the bearer token,
-//! turning review results into decisions, the responses for them, the decision cache and the
-//! warning rate limit. No I/O here.
+//! choosing whose credentials a request carries (or the anonymous user), turning review results
+//! into decisions, the responses for them, the decision cache and the warning rate limit. No I/O
+//! here.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -12,6 +13,13 @@ use k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus;
 
 /// The group whose members are allowed everything without a SubjectAccessReview.
 pub const ALWAYS_ALLOWED_GROUP: &str = "system:masters";
+
+/// The user a request without credentials is authenticated as (upstream's anonymous
+/// authenticator, on by default for delegated authentication).
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+
+/// The group of [`ANONYMOUS_USER`].
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 
 /// The built-in ClusterRole that grants `create` on `tokenreviews` and
 /// `subjectaccessreviews`, which delegated authentication and authorization need.
@@ -25,7 +33,9 @@ pub enum Decision {
         /// The authenticated user name.
         user: String,
     },
-    /// No usable credentials: `401 Unauthorized`.
+    /// Credentials that authenticate nobody (a rejected token, a client certificate no CA
+    /// signed): `401 Unauthorized`. A request without credentials is not this: it is the
+    /// anonymous user's and authorized like any other.
     Unauthenticated {
         /// Why, safe to show to the client (never contains the token).
         reason: String,
@@ -87,20 +97,77 @@ impl Decision {
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, as
-/// upstream's bearer-token authenticator reads it), or why there is none.
-pub(crate) fn bearer_token(header: Option<&HeaderValue>) -> Result<&str, &'static str> {
-    let header = header.ok_or("no bearer token (Authorization header missing)")?;
-    let value = header.to_str().map_err(|_| "the Authorization header is not readable text")?.trim();
-    let (scheme, token) = value.split_once(' ').ok_or("the Authorization header is not \"Bearer <token>\"")?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err("the Authorization header is not \"Bearer <token>\"");
+/// The token of an `Authorization: Bearer <token>` header, read as upstream's bearer-token
+/// authenticator reads it: the trimmed value split at the first two spaces, the scheme
+/// case-insensitive, the token the second part. `Ok(None)`: no bearer token (no header, another
+/// scheme, an empty token), which leaves the request to the other authenticators and then to
+/// the anonymous user. `Err`: a bearer token that cannot be valid (not UTF-8), which upstream's
+/// TokenReview would reject.
+pub(crate) fn bearer_token(header: Option<&HeaderValue>) -> Result<Option<&str>, &'static str> {
+    let Some(header) = header else { return Ok(None) };
+    let Ok(value) = std::str::from_utf8(header.as_bytes()) else {
+        let bytes = header.as_bytes().trim_ascii_start();
+        let bearer = bytes.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"bearer "));
+        return if bearer { Err("the bearer token is not valid") } else { Ok(None) };
+    };
+    let mut parts = value.trim().splitn(3, ' ');
+    let scheme = parts.next().unwrap_or_default();
+    let Some(token) = parts.next() else { return Ok(None) };
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Ok(None);
     }
-    let token = token.trim();
-    if token.is_empty() || token.contains(' ') {
-        return Err("the bearer token is empty or malformed");
+    Ok(Some(token))
+}
+
+/// What a client certificate (and a front proxy's headers) say about a request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CertIdentity {
+    /// No certificate, or one that names nobody (a front proxy's without a user header, one
+    /// without a CommonName).
+    None,
+    /// The user it authenticates.
+    User(UserInfo),
+    /// It was checked and refused (no configured CA signed it, a CommonName outside
+    /// `--requestheader-allowed-names`): why, safe to show to the client.
+    Rejected(String),
+}
+
+/// Whose request it is, before any review (upstream's union of the front-proxy, client
+/// certificate and bearer-token authenticators, with the anonymous authenticator after it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Credentials<'a> {
+    /// A user authenticated by a client certificate: only the SubjectAccessReview is left.
+    User(UserInfo),
+    /// A bearer token for the TokenReview.
+    Token(&'a str),
+    /// Credentials that authenticate nobody: `401`, even where the anonymous user is allowed.
+    Rejected(String),
+    /// No credentials at all: the anonymous user ([`anonymous_user`]), authorized like any other.
+    Anonymous,
+}
+
+/// The credentials of a request from its client certificate's identity and its `Authorization`
+/// header: the certificate's user first, then the token; a refused certificate only counts when
+/// there is no token, and a request with neither is anonymous.
+pub(crate) fn credentials(certificate: CertIdentity, authorization: Option<&HeaderValue>) -> Credentials<'_> {
+    if let CertIdentity::User(user) = certificate {
+        return Credentials::User(user);
     }
-    Ok(token)
+    match (bearer_token(authorization), certificate) {
+        (Ok(Some(token)), _) => Credentials::Token(token),
+        (Err(reason), _) => Credentials::Rejected(reason.to_owned()),
+        (Ok(None), CertIdentity::Rejected(reason)) => Credentials::Rejected(reason),
+        (Ok(None), CertIdentity::None | CertIdentity::User(_)) => Credentials::Anonymous,
+    }
+}
+
+/// The anonymous user: [`ANONYMOUS_USER`] in [`UNAUTHENTICATED_GROUP`].
+pub(crate) fn anonymous_user() -> UserInfo {
+    UserInfo {
+        username: Some(ANONYMOUS_USER.to_owned()),
+        groups: Some(vec![UNAUTHENTICATED_GROUP.to_owned()]),
+        ..UserInfo::default()
+    }
 }
 
 /// The authenticated user from a TokenReview's status, or `None` when the token was rejected.
@@ -243,13 +310,41 @@ mod tests {
     }
 
     #[test]
-    fn bearer_tokens() {
-        assert_eq!(bearer_token(Some(&header("Bearer abc.def"))), Ok("abc.def"));
-        assert_eq!(bearer_token(Some(&header("bearer   abc  "))), Ok("abc"));
-        assert!(bearer_token(None).is_err_and(|e| e.contains("missing")));
-        for bad in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "Bearer a b", "abc"] {
-            assert!(bearer_token(Some(&header(bad))).is_err(), "{bad:?}");
+    fn bearer_tokens_are_read_as_upstream_reads_them() {
+        assert_eq!(bearer_token(Some(&header("Bearer abc.def"))), Ok(Some("abc.def")));
+        assert_eq!(bearer_token(Some(&header("bearer abc  "))), Ok(Some("abc")));
+        // Split at the first two spaces: the second part is the token.
+        assert_eq!(bearer_token(Some(&header("Bearer a b"))), Ok(Some("a")));
+        // No bearer token: left to the anonymous user.
+        for none in ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "bearer   abc", "abc", "", "Bearer\tabc"] {
+            assert_eq!(bearer_token(Some(&header(none))), Ok(None), "{none:?}");
         }
+        assert_eq!(bearer_token(None), Ok(None));
+        let latin1 = HeaderValue::from_bytes(b"Bearer caf\xe9").unwrap_or_else(|_| header("invalid"));
+        assert!(bearer_token(Some(&latin1)).is_err());
+        let other = HeaderValue::from_bytes(b"Basic caf\xe9").unwrap_or_else(|_| header("invalid"));
+        assert_eq!(bearer_token(Some(&other)), Ok(None));
+    }
+
+    #[test]
+    fn credentials_follow_upstreams_union_then_anonymous() {
+        let token = header("Bearer t");
+        let alice = user("alice", &[]);
+        let refused = || CertIdentity::Rejected("unknown CA".to_owned());
+        // A certificate's user wins over a token.
+        assert_eq!(credentials(CertIdentity::User(alice.clone()), Some(&token)), Credentials::User(alice));
+        // A token is reviewed whether or not a certificate was refused.
+        assert_eq!(credentials(CertIdentity::None, Some(&token)), Credentials::Token("t"));
+        assert_eq!(credentials(refused(), Some(&token)), Credentials::Token("t"));
+        // A refused certificate without a token: 401, not anonymous.
+        assert_eq!(credentials(refused(), None), Credentials::Rejected("unknown CA".to_owned()));
+        // Nothing (or nothing usable): the anonymous user.
+        assert_eq!(credentials(CertIdentity::None, None), Credentials::Anonymous);
+        assert_eq!(credentials(CertIdentity::None, Some(&header("Basic x"))), Credentials::Anonymous);
+        let anonymous = anonymous_user();
+        assert_eq!(anonymous.username.as_deref(), Some("system:anonymous"));
+        assert_eq!(anonymous.groups, Some(vec!["system:unauthenticated".to_owned()]));
+        assert!(!always_allowed(&anonymous));
     }
 
     #[test]
@@ -298,10 +393,12 @@ mod tests {
             access_decision("bob", "get", "/x", Some(with_reason)).body(),
             "forbidden: User \"bob\" cannot get path \"/x\": no rule\n"
         );
-        let unauthenticated = Decision::Unauthenticated { reason: "no bearer token".to_owned() };
+        let anonymous = access_decision(ANONYMOUS_USER, "get", "/metrics", None);
+        assert_eq!(anonymous.body(), "forbidden: User \"system:anonymous\" cannot get path \"/metrics\"\n");
+        let unauthenticated = Decision::Unauthenticated { reason: "the bearer token is not valid".to_owned() };
         assert_eq!(
             (unauthenticated.status(), unauthenticated.body()),
-            (StatusCode::UNAUTHORIZED, "Unauthorized: no bearer token\n".to_owned())
+            (StatusCode::UNAUTHORIZED, "Unauthorized: the bearer token is not valid\n".to_owned())
         );
         assert_eq!(Decision::Unavailable { message: "m".to_owned() }.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }

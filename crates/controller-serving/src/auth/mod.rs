@@ -7,6 +7,12 @@
 //! `X-Remote-User` header, or signed by the client CA, authenticates first (see
 //! `client_cert`); then only the SubjectAccessReview is asked, cached per identity.
 //!
+//! A request without credentials is the anonymous user's, `system:anonymous` in the group
+//! `system:unauthenticated` (upstream's delegated authentication enables its anonymous
+//! authenticator), and is authorized like any other: a 403 unless RBAC lets the anonymous user
+//! `get` the path. Credentials that authenticate nobody (a rejected token, a client certificate
+//! no configured CA signed, without a token) are answered 401.
+//!
 //! ```text
 //! Authorization: Bearer <token>
 //!   -> cache (SHA-256 of the token, verb, path; the TTLs of AuthSettings, 10 s each by default)
@@ -34,8 +40,10 @@ use kube::{Api, Client};
 pub(crate) use client_cert::ClientCertAuth;
 pub use client_cert::{CaBundle, ClientCertSettings, RequestHeaderSettings};
 pub(crate) use decision::verb_for;
-pub use decision::{ALWAYS_ALLOWED_GROUP, AUTH_DELEGATOR_CLUSTER_ROLE, Decision};
-use decision::{CacheKey, DecisionCache, WarnLimiter};
+pub use decision::{
+    ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, Decision, UNAUTHENTICATED_GROUP,
+};
+use decision::{CacheKey, CertIdentity, Credentials, DecisionCache, WarnLimiter};
 
 /// How long decisions are cached by default (upstream's delegated authn/authz cache TTLs).
 pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
@@ -199,7 +207,8 @@ impl DelegatingAuth {
 
     /// Decide whether a request with `headers` over a connection whose client presented
     /// `peer_certificates` may `verb` the non-resource `path`: a front-proxy or client
-    /// certificate identity first, then the bearer token.
+    /// certificate identity first, then the bearer token, and without credentials the anonymous
+    /// user (see [`decision::credentials`]).
     pub(crate) async fn authorize_request(
         &self,
         headers: &http::HeaderMap,
@@ -207,15 +216,33 @@ impl DelegatingAuth {
         verb: &str,
         path: &str,
     ) -> Decision {
-        let certified = self
-            .inner
-            .client_certs
-            .as_ref()
-            .zip(peer_certificates)
-            .and_then(|(auth, chain)| auth.authenticate(chain, headers));
-        let Some(user) = certified else {
-            return self.authorize(headers.get(http::header::AUTHORIZATION), verb, path).await;
+        let certificate = match (&self.inner.client_certs, peer_certificates) {
+            (Some(auth), Some(chain)) => auth.authenticate(chain, headers),
+            _ => CertIdentity::None,
         };
+        self.authorize_credentials(
+            decision::credentials(certificate, headers.get(http::header::AUTHORIZATION)),
+            verb,
+            path,
+        )
+        .await
+    }
+
+    async fn authorize_credentials(&self, credentials: Credentials<'_>, verb: &str, path: &str) -> Decision {
+        match credentials {
+            Credentials::User(user) => self.authorize_user(user, verb, path).await,
+            Credentials::Token(token) => self.authorize_token(token, verb, path).await,
+            Credentials::Rejected(reason) => {
+                tracing::debug!(%reason, %path, "refusing a request whose credentials authenticate nobody");
+                Decision::Unauthenticated { reason }
+            }
+            Credentials::Anonymous => self.authorize_user(decision::anonymous_user(), verb, path).await,
+        }
+    }
+
+    /// Decide for an authenticated `user` (a certificate's, or the anonymous user): allowed in
+    /// `system:masters`, otherwise by a SubjectAccessReview cached per identity.
+    async fn authorize_user(&self, user: UserInfo, verb: &str, path: &str) -> Decision {
         let name = user.username.clone().unwrap_or_default();
         if decision::always_allowed(&user) {
             return Decision::Allowed { user: name };
@@ -247,13 +274,14 @@ impl DelegatingAuth {
         self.cache().insert_for(key, decision, Instant::now(), ttl);
     }
 
-    /// Decide whether the bearer token in `authorization` (the `Authorization` header) may
-    /// `verb` the non-resource `path`.
+    /// Decide whether a request with `authorization` (its `Authorization` header) and no client
+    /// certificate may `verb` the non-resource `path`: the bearer token's user, or without a
+    /// bearer token the anonymous user.
     pub async fn authorize(&self, authorization: Option<&HeaderValue>, verb: &str, path: &str) -> Decision {
-        let token = match decision::bearer_token(authorization) {
-            Ok(token) => token,
-            Err(reason) => return Decision::Unauthenticated { reason: reason.to_owned() },
-        };
+        self.authorize_credentials(decision::credentials(CertIdentity::None, authorization), verb, path).await
+    }
+
+    async fn authorize_token(&self, token: &str, verb: &str, path: &str) -> Decision {
         let key = CacheKey { token_hash: decision::token_hash(token), verb: verb.to_owned(), path: path.to_owned() };
         if let Some(cached) = self.cache().get(&key, Instant::now()) {
             return cached;
