@@ -165,6 +165,10 @@ async fn dual_stack_nodes_get_ipv4_from_the_cluster_cidr_and_ipv6_from_their_ser
     assert_eq!(pod_cidrs(&env.nodes.get("node-c").await.expect("c")), got_c, "pod CIDRs never change");
     assert!(ccm.is_running(), "{}", ccm.logs());
     assert!(ccm.logs().contains("node IPAM controller started"), "{}", ccm.logs());
+    for n in env.nodes.list(&Default::default()).await.expect("nodes").items {
+        eprintln!("{}: podCIDRs {:?}", n.metadata.name.unwrap_or_default(), n.spec.and_then(|s| s.pod_cidrs));
+    }
+    eprintln!("routes: {:?}", routes(&h, net));
     eprintln!("server reads before the restart: {reads_before_restart:?}; in all: {:?}", server_reads(&h));
 }
 
