@@ -150,8 +150,9 @@ struct IpamReconciler<C: Cloud> {
 }
 
 impl<C: Cloud> NodeIpamController<C> {
-    /// Wires the controller to the shared node informer (adds, updates, resyncs and deletes
-    /// enqueue the node). Fails if `config` cannot be cut into node ranges.
+    /// Wires the controller to the shared node informer (adds, resyncs, deletes and the
+    /// updates [`needs_a_look`] picks enqueue the node). Fails if `config` cannot be cut into
+    /// node ranges.
     pub fn new(
         cloud: Arc<C>,
         informer: &mut Informer<Node>,
