@@ -85,6 +85,21 @@ pub fn ccm_cluster_role() -> Result<ClusterRole, HarnessError> {
     })
 }
 
+/// The CCM's ServiceAccount as a binding's subject.
+fn ccm_subject() -> Subject {
+    Subject {
+        kind: "ServiceAccount".to_owned(),
+        name: CCM_SERVICE_ACCOUNT.to_owned(),
+        namespace: Some(CCM_NAMESPACE.to_owned()),
+        ..Subject::default()
+    }
+}
+
+/// A reference to the RBAC `kind` (`Role` or `ClusterRole`) called `name`.
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef { api_group: Some("rbac.authorization.k8s.io".to_owned()), kind: kind.to_owned(), name: name.to_owned() }
+}
+
 /// Binds [`CCM_CLUSTER_ROLE`] to the ServiceAccount `kube-system/hcloud-cloud-controller-manager`.
 pub fn ccm_cluster_role_binding() -> ClusterRoleBinding {
     ClusterRoleBinding {
@@ -93,17 +108,8 @@ pub fn ccm_cluster_role_binding() -> ClusterRoleBinding {
             labels: Some(labels()),
             ..ObjectMeta::default()
         },
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".to_owned()),
-            kind: "ClusterRole".to_owned(),
-            name: CCM_CLUSTER_ROLE.to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: CCM_SERVICE_ACCOUNT.to_owned(),
-            namespace: Some(CCM_NAMESPACE.to_owned()),
-            ..Subject::default()
-        }]),
+        role_ref: role_ref("ClusterRole", CCM_CLUSTER_ROLE),
+        subjects: Some(vec![ccm_subject()]),
     }
 }
 
@@ -117,17 +123,8 @@ pub fn ccm_auth_delegator_binding() -> ClusterRoleBinding {
             labels: Some(labels()),
             ..ObjectMeta::default()
         },
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".to_owned()),
-            kind: "ClusterRole".to_owned(),
-            name: AUTH_DELEGATOR_CLUSTER_ROLE.to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: CCM_SERVICE_ACCOUNT.to_owned(),
-            namespace: Some(CCM_NAMESPACE.to_owned()),
-            ..Subject::default()
-        }]),
+        role_ref: role_ref("ClusterRole", AUTH_DELEGATOR_CLUSTER_ROLE),
+        subjects: Some(vec![ccm_subject()]),
     }
 }
 
@@ -142,17 +139,8 @@ pub fn ccm_authentication_reader_binding() -> RoleBinding {
             labels: Some(labels()),
             ..ObjectMeta::default()
         },
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".to_owned()),
-            kind: "Role".to_owned(),
-            name: AUTHENTICATION_READER_ROLE.to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: CCM_SERVICE_ACCOUNT.to_owned(),
-            namespace: Some(CCM_NAMESPACE.to_owned()),
-            ..Subject::default()
-        }]),
+        role_ref: role_ref("Role", AUTHENTICATION_READER_ROLE),
+        subjects: Some(vec![ccm_subject()]),
     }
 }
 

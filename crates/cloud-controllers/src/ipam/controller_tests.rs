@@ -182,3 +182,30 @@ async fn ranges_set_elsewhere_are_left_alone_and_checked() {
         let _ = nodes.delete(n, &DeleteParams::default()).await;
     }
 }
+
+/// Only the changes the allocator reads enqueue a node: a status heartbeat does not.
+#[test]
+fn heartbeats_are_not_looked_at_but_what_the_allocator_reads_is() {
+    use k8s_openapi::api::core::v1::{NodeAddress, NodeCondition, NodeSpec, NodeStatus};
+    let mut old = Node::default();
+    old.metadata.resource_version = Some("1".to_owned());
+    old.spec = Some(NodeSpec::default());
+    assert!(needs_a_look(None, &old), "a new node");
+    assert!(needs_a_look(Some(&old), &old), "a resync");
+    let mut heartbeat = old.clone();
+    heartbeat.metadata.resource_version = Some("2".to_owned());
+    heartbeat.status = Some(NodeStatus { conditions: Some(vec![NodeCondition::default()]), ..Default::default() });
+    assert!(!needs_a_look(Some(&old), &heartbeat));
+    let mut cidrs = heartbeat.clone();
+    cidrs.spec.as_mut().unwrap().pod_cidrs = Some(vec!["10.0.0.0/24".to_owned()]);
+    assert!(needs_a_look(Some(&heartbeat), &cidrs));
+    let mut pid = heartbeat.clone();
+    pid.spec.as_mut().unwrap().provider_id = Some("fake://1".to_owned());
+    assert!(needs_a_look(Some(&heartbeat), &pid));
+    let mut addressed = heartbeat.clone();
+    addressed.status.as_mut().unwrap().addresses = Some(vec![NodeAddress::default()]);
+    assert!(needs_a_look(Some(&heartbeat), &addressed));
+    let mut recreated = heartbeat.clone();
+    recreated.metadata.uid = Some("other".to_owned());
+    assert!(needs_a_look(Some(&heartbeat), &recreated));
+}

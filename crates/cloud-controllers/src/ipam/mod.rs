@@ -119,8 +119,13 @@ impl ReconcileError for IpamError {
 /// are not: each look may cost the cloud allocator a provider lookup.
 pub fn needs_a_look(old: Option<&Node>, new: &Node) -> bool {
     let Some(old) = old else { return true };
-    let spec = |n: &Node| n.spec.as_ref().map(|s| (s.pod_cidrs.clone(), s.provider_id.clone()));
-    let addresses = |n: &Node| n.status.as_ref().and_then(|s| s.addresses.clone());
+    // Compared by reference: this runs on every change of every Node.
+    fn spec(n: &Node) -> Option<(Option<&Vec<String>>, Option<&String>)> {
+        n.spec.as_ref().map(|s| (s.pod_cidrs.as_ref(), s.provider_id.as_ref()))
+    }
+    fn addresses(n: &Node) -> Option<&Vec<k8s_openapi::api::core::v1::NodeAddress>> {
+        n.status.as_ref().and_then(|s| s.addresses.as_ref())
+    }
     old.metadata.resource_version == new.metadata.resource_version
         || old.metadata.uid != new.metadata.uid
         || spec(old) != spec(new)
