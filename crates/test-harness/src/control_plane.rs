@@ -72,16 +72,42 @@ pub struct ControlPlane {
     ccm_kubeconfig: PathBuf,
     restricted_kubeconfig: PathBuf,
     tokens: Tokens,
+    /// Kubeconfigs of [`ControlPlaneOptions::users`], by user name.
+    user_kubeconfigs: std::collections::BTreeMap<String, PathBuf>,
     version: String,
     startup: Duration,
     time_to_readyz: Duration,
 }
 
-/// Bearer tokens of the three identities (random per control plane; `Debug` redacts them).
+/// Bearer tokens of the three identities and the extra users (random per control plane;
+/// `Debug` redacts them).
 struct Tokens {
     admin: String,
     ccm: String,
     restricted: String,
+    /// `(user, groups, token)` of [`ControlPlaneOptions::users`].
+    users: Vec<(StaticUser, String)>,
+}
+
+/// How [`ControlPlane::start_with`] starts the control plane; the default is what
+/// [`ControlPlane::start`] does.
+#[derive(Debug, Clone, Default)]
+pub struct ControlPlaneOptions {
+    /// The address kube-apiserver binds and advertises instead of 127.0.0.1: a test that runs
+    /// kubelets in network namespaces gives the host end of the bridge it created (the serving
+    /// certificate is then valid for it).
+    pub address: Option<std::net::Ipv4Addr>,
+    /// More static-token identities, each with a kubeconfig ([`ControlPlane::user_kubeconfig`]).
+    pub users: Vec<StaticUser>,
+}
+
+/// A static-token identity of kube-apiserver (`--token-auth-file`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticUser {
+    /// The user name, e.g. `system:node:node-1`.
+    pub name: String,
+    /// Its groups, e.g. `system:nodes`.
+    pub groups: Vec<String>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -108,6 +134,11 @@ impl ControlPlane {
     /// Start a new, private control plane: find the binaries, start etcd and kube-apiserver,
     /// wait for `/readyz`, apply the CCM's RBAC and wait until it is in effect.
     pub async fn start() -> Result<ControlPlane, HarnessError> {
+        Self::start_with(ControlPlaneOptions::default()).await
+    }
+
+    /// [`Self::start`] with another address and more identities.
+    pub async fn start_with(options: ControlPlaneOptions) -> Result<ControlPlane, HarnessError> {
         let started = Instant::now();
         let assets = find_assets().await?;
         let version = apiserver_version(&assets).await?;
@@ -120,7 +151,7 @@ impl ControlPlane {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match start_once(&assets, &version).await {
+            match start_once(&assets, &version, &options).await {
                 Ok(mut control_plane) => {
                     let served = control_plane.served_version().await?;
                     let requested = std::env::var(VERSION_VARIABLE).ok();
@@ -258,6 +289,11 @@ impl ControlPlane {
     /// Kubeconfig of the CCM identity ([`rbac::CCM_USER`], only the CCM's ClusterRole).
     pub fn ccm_kubeconfig(&self) -> &Path {
         &self.ccm_kubeconfig
+    }
+
+    /// Kubeconfig of a user of [`ControlPlaneOptions::users`].
+    pub fn user_kubeconfig(&self, user: &str) -> Option<&Path> {
+        self.user_kubeconfigs.get(user).map(PathBuf::as_path)
     }
 
     /// Kubeconfig of the identity without permissions ([`RESTRICTED_USER`]).
@@ -421,7 +457,11 @@ fn log_tails(etcd: &Supervised, apiserver: &Supervised) -> String {
 
 /// One attempt: a fresh directory, key and tokens; etcd and kube-apiserver on fresh ports;
 /// kubeconfigs; wait for `/readyz`.
-async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<ControlPlane, StartFailure> {
+async fn start_once(
+    assets: &Path,
+    version: &ApiServerVersion,
+    options: &ControlPlaneOptions,
+) -> Result<ControlPlane, StartFailure> {
     let other = StartFailure::Other;
     let dir = tempfile::Builder::new()
         .prefix("harness-cp-")
@@ -431,14 +471,22 @@ async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<Control
     run_checked("openssl", &["genrsa".as_ref(), "-out".as_ref(), sa_key.as_os_str(), "2048".as_ref()])
         .await
         .map_err(other)?;
-    let tokens = Tokens { admin: random_token(), ccm: random_token(), restricted: random_token() };
-    let csv = format!(
+    let tokens = Tokens {
+        admin: random_token(),
+        ccm: random_token(),
+        restricted: random_token(),
+        users: options.users.iter().map(|u| (u.clone(), random_token())).collect(),
+    };
+    let mut csv = format!(
         "{},{ADMIN_USER},{ADMIN_USER},\"system:masters\"\n{},{},ccm\n{},{RESTRICTED_USER},{RESTRICTED_USER}\n",
         tokens.admin,
         tokens.ccm,
         rbac::CCM_USER,
         tokens.restricted,
     );
+    for (user, token) in &tokens.users {
+        csv.push_str(&format!("{token},{},{},\"{}\"\n", user.name, user.name, user.groups.join(",")));
+    }
     write(&dir.path().join("tokens.csv"), &csv).map_err(other)?;
     let [client_port, peer_port, apiserver_port] = free_ports().map_err(other)?;
     let spawned = Instant::now();
@@ -447,6 +495,7 @@ async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<Control
     let cert_dir = root.join("certs");
     let client_url = format!("http://127.0.0.1:{client_port}");
     let peer_url = format!("http://127.0.0.1:{peer_port}");
+    let address = options.address.unwrap_or(std::net::Ipv4Addr::LOCALHOST);
     let etcd_args = [
         "--name=harness".to_owned(),
         format!("--data-dir={}", etcd_data.display()),
@@ -470,8 +519,8 @@ async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<Control
 
     let apiserver_args = vec![
         format!("--etcd-servers={client_url}"),
-        "--bind-address=127.0.0.1".to_owned(),
-        "--advertise-address=127.0.0.1".to_owned(),
+        format!("--bind-address={address}"),
+        format!("--advertise-address={address}"),
         format!("--secure-port={apiserver_port}"),
         format!("--cert-dir={}", cert_dir.display()),
         format!("--service-account-key-file={}", sa_key.display()),
@@ -497,7 +546,12 @@ async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<Control
     .map_err(other)?;
 
     let paths = kubeconfig_paths(root);
-    let server = format!("https://127.0.0.1:{apiserver_port}");
+    let server = format!("https://{address}:{apiserver_port}");
+    let user_kubeconfigs: std::collections::BTreeMap<String, PathBuf> = tokens
+        .users
+        .iter()
+        .map(|(user, _)| (user.name.clone(), root.join(format!("{}.kubeconfig", crate::process::sanitize(&user.name)))))
+        .collect();
     let cert_file = cert_dir.join("apiserver.crt");
     let deadline = Instant::now() + READY_TIMEOUT;
     let mut ca_seen = String::new();
@@ -534,6 +588,11 @@ async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<Control
             ] {
                 write(path, &kubeconfig(&server, &ca_data, user, token)).map_err(other)?;
             }
+            for (user, token) in &tokens.users {
+                if let Some(path) = user_kubeconfigs.get(&user.name) {
+                    write(path, &kubeconfig(&server, &ca_data, &user.name, token)).map_err(other)?;
+                }
+            }
             client = Some(client_from_kubeconfig(&paths.0).await.map_err(other)?);
             ca_seen = ca;
         }
@@ -553,6 +612,7 @@ async fn start_once(assets: &Path, version: &ApiServerVersion) -> Result<Control
                             ccm_kubeconfig,
                             restricted_kubeconfig,
                             tokens,
+                            user_kubeconfigs,
                             version: version.full.clone(),
                             startup: Duration::ZERO,
                             time_to_readyz: spawned.elapsed(),

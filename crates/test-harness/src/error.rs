@@ -54,6 +54,15 @@ pub enum HarnessError {
         message: String,
     },
 
+    /// A lab of real nodes ([`crate::real_node`]) could not be set up or used.
+    #[error("node lab: {step}: {detail}")]
+    NodeLab {
+        /// What was being done.
+        step: String,
+        /// Why it failed (with log tails where there are any).
+        detail: String,
+    },
+
     /// A Kubernetes API call failed.
     #[error("{context}: {source}")]
     Kube {

@@ -97,6 +97,7 @@ mod process;
 mod provision;
 mod proxy;
 pub mod rbac;
+pub mod real_node;
 mod secret_volume;
 mod service;
 mod wait;
@@ -105,7 +106,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use assets::find_assets;
 pub use control_plane::{
-    ADMIN_USER, ControlPlane, READY_TIMEOUT, RESTRICTED_USER, client_from_kubeconfig, process_alive,
+    ADMIN_USER, ControlPlane, ControlPlaneOptions, READY_TIMEOUT, RESTRICTED_USER, StaticUser, client_from_kubeconfig,
+    process_alive,
 };
 pub use error::HarnessError;
 pub use events::{EventApi, ObservedEvent, events_for, wait_for_event};

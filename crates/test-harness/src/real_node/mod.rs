@@ -1,0 +1,225 @@
+//! Real Kubernetes Nodes on this machine: per Node a kubelet, a containerd and a kube-proxy in a
+//! network namespace of its own, the namespaces joined by a bridge in the host namespace; plus
+//! the kube-controller-manager and kube-scheduler that Deployments, Services' EndpointSlices and
+//! scheduling need, and a control plane whose API server listens on the bridge.
+//!
+//! # How a lab comes up ([`NodeLab::start`])
+//!
+//! 1. The binaries and images come from `scripts/provision-node` (built once, cached).
+//! 2. [`plan::LabPlan`] names and addresses everything from a random tag (pure).
+//! 3. The teardown script is written and a lifeline process that runs it on exit is started
+//!    *before* anything is created ([`host`]); a lab left by a killed test is swept first.
+//! 4. Host: bridge, namespaces, veths, routes, cgroup roots.
+//! 5. kube-apiserver (on the bridge address, with a static token per node identity
+//!    `system:node:<name>`), kube-controller-manager, kube-scheduler.
+//! 6. Per node ([`daemons`]): containerd (own root, state, socket, runc root), the images
+//!    imported, kubelet (`--cloud-provider=external`, so it registers with the `uninitialized`
+//!    taint and waits for a cloud-controller-manager), kube-proxy (nftables).
+//!
+//! The cloud-controller-manager under test runs in the host namespace and reaches the API
+//! server at [`NodeLab::control_plane`]'s URL; the fake Hetzner API's servers get the nodes'
+//! addresses ([`NodeLab::node_ip`]) so a server and its Node match.
+//!
+//! Requirements: root, cgroup v1 (this machine), `ip`, `nsenter`, `nft`, `runc`. Missing ones
+//! fail the lab with the reason; nothing is skipped.
+
+mod daemons;
+mod host;
+pub mod plan;
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use crate::control_plane::{ControlPlane, ControlPlaneOptions, StaticUser};
+use crate::error::HarnessError;
+use crate::process::ChildProcess;
+use crate::provision::provisioned_path;
+use daemons::NodeDaemons;
+use plan::LabPlan;
+
+/// The sandbox image every node has imported (containerd's pinned sandbox image).
+pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.2";
+/// The workload image every node has imported: answers any HTTP request on :8080 with the
+/// name of the pod (`POD_NAME`, else the hostname). Use `imagePullPolicy: Never`.
+pub const ECHO_IMAGE: &str = "hcloud-ccm.test/echo:1";
+
+/// The directory `scripts/provision-node` fills (binaries, `runtime/`), provisioned on first use.
+pub fn node_assets() -> Result<PathBuf, HarnessError> {
+    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/provision-node");
+    DIR.get_or_init(|| provisioned_path(&script, "HCLOUD_CCM_NODE_ASSETS").map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|detail| HarnessError::Command { command: script.display().to_string(), detail })
+}
+
+/// A running lab: control plane, controllers, nodes. Dropping it (or the test process ending)
+/// stops everything and removes what it created on the host.
+#[derive(Debug)]
+pub struct NodeLab {
+    plan: LabPlan,
+    assets: PathBuf,
+    // Field order is drop order: nodes, then controllers, then the API server, then the
+    // lifeline (whose SIGTERM runs the teardown once more).
+    nodes: Vec<Option<NodeDaemons>>,
+    controllers: Vec<ChildProcess>,
+    control_plane: ControlPlane,
+    /// Held for its drop: its SIGTERM runs the teardown once more.
+    _lifeline: ChildProcess,
+}
+
+impl NodeLab {
+    /// Start a lab with one node per name (see the module docs). Takes about 20 s warm.
+    pub async fn start(names: &[&str]) -> Result<NodeLab, HarnessError> {
+        let assets = tokio::task::spawn_blocking(node_assets)
+            .await
+            .map_err(|e| HarnessError::NodeLab { step: "provisioning".to_owned(), detail: e.to_string() })??;
+        check_host().await?;
+        host::sweep_stale_labs();
+        let plan = loop {
+            let tag = format!("{:06x}", fastrand::u32(..0x00ff_ffff));
+            let plan = LabPlan::new(&tag, names)
+                .map_err(|detail| HarnessError::NodeLab { step: "planning".to_owned(), detail })?;
+            if !host::subnet_in_use(&plan).await? {
+                break plan;
+            }
+        };
+        let lifeline = arm_teardown(&plan).await?;
+        host::create_network(&plan).await?;
+        host::create_cgroups(&plan)?;
+
+        let users = plan
+            .nodes
+            .iter()
+            .map(|n| StaticUser { name: format!("system:node:{}", n.name), groups: vec!["system:nodes".to_owned()] })
+            .collect();
+        let control_plane =
+            ControlPlane::start_with(ControlPlaneOptions { address: Some(plan.host_ip()), users }).await?;
+        let controllers = daemons::start_controllers(&assets, &control_plane)?;
+        let mut lab = NodeLab { plan, assets, nodes: Vec::new(), controllers, control_plane, _lifeline: lifeline };
+        let plans = lab.plan.nodes.clone();
+        for node in &plans {
+            let kubeconfig = lab.node_kubeconfig(&node.name)?;
+            let daemons =
+                NodeDaemons::start(&lab.assets, node, &kubeconfig, lab.control_plane.admin_kubeconfig()).await?;
+            lab.nodes.push(Some(daemons));
+        }
+        Ok(lab)
+    }
+
+    /// The control plane (its API server listens on the bridge: [`Self::host_ip`]).
+    pub fn control_plane(&self) -> &ControlPlane {
+        &self.control_plane
+    }
+
+    /// The host end of the bridge: the address nodes reach the host at.
+    pub fn host_ip(&self) -> Ipv4Addr {
+        self.plan.host_ip()
+    }
+
+    /// The address of node `name` (its `--node-ip`; give it to the fake server of this node).
+    pub fn node_ip(&self, name: &str) -> Option<Ipv4Addr> {
+        self.plan.node(name).map(|n| n.ip)
+    }
+
+    /// The network namespace of node `name` (`/run/netns/<it>`).
+    pub fn node_netns(&self, name: &str) -> Option<&str> {
+        self.plan.node(name).map(|n| n.netns.as_str())
+    }
+
+    /// The names of the lab's nodes, in order.
+    pub fn node_names(&self) -> Vec<&str> {
+        self.plan.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    /// Stop node `name`'s kubelet, kube-proxy and containerd, and kill its pods (its namespace
+    /// and addresses stay), as when a server is switched off.
+    pub async fn stop_node(&mut self, name: &str) -> Result<(), HarnessError> {
+        let index = self.index_of(name)?;
+        if let Some(daemons) = self.nodes.get_mut(index).and_then(Option::take) {
+            daemons.stop().await;
+        }
+        Ok(())
+    }
+
+    /// The logs of node `name`'s daemons (kubelet, containerd, kube-proxy), last `lines` each.
+    pub fn node_logs(&self, name: &str, lines: usize) -> String {
+        match self.index_of(name).ok().and_then(|i| self.nodes.get(i)).and_then(Option::as_ref) {
+            Some(daemons) => daemons.logs(lines),
+            None => format!("node {name} is not running"),
+        }
+    }
+
+    /// Stop everything and remove what the lab created (what `Drop` does), then check that
+    /// nothing is left: no process, mount, namespace, interface, cgroup or directory of the lab.
+    /// The error lists what is.
+    pub async fn shutdown(self) -> Result<(), String> {
+        let plan = self.plan.clone();
+        tokio::task::spawn_blocking(move || drop(self)).await.map_err(|e| format!("the teardown panicked: {e}"))?;
+        let left = host::leftovers(&plan).await;
+        if left.is_empty() { Ok(()) } else { Err(left.join("; ")) }
+    }
+
+    fn index_of(&self, name: &str) -> Result<usize, HarnessError> {
+        self.plan.nodes.iter().position(|n| n.name == name).ok_or_else(|| HarnessError::NodeLab {
+            step: "finding a node".to_owned(),
+            detail: format!("the lab has no node {name} (it has {:?})", self.node_names()),
+        })
+    }
+
+    fn node_kubeconfig(&self, name: &str) -> Result<PathBuf, HarnessError> {
+        let user = format!("system:node:{name}");
+        self.control_plane.user_kubeconfig(&user).map(Path::to_owned).ok_or_else(|| HarnessError::NodeLab {
+            step: "writing kubeconfigs".to_owned(),
+            detail: format!("the control plane has no kubeconfig for {user}"),
+        })
+    }
+}
+
+impl Drop for NodeLab {
+    fn drop(&mut self) {
+        for daemons in self.nodes.iter_mut().filter_map(Option::take) {
+            daemons.kill();
+        }
+        self.controllers.clear();
+        host::run_teardown_blocking(&self.plan.run_dir.join("teardown.sh"));
+    }
+}
+
+/// Root and the tools the lab needs, checked up front so a missing one is named.
+async fn check_host() -> Result<(), HarnessError> {
+    let uid = host::run("id", &["-u"]).await?;
+    if uid.trim() != "0" {
+        return Err(HarnessError::NodeLab {
+            step: "checking the host".to_owned(),
+            detail: format!(
+                "real nodes need root (network namespaces, cgroups, mounts); this test runs as uid {}",
+                uid.trim()
+            ),
+        });
+    }
+    for tool in ["ip", "nsenter", "nft", "runc", "sysctl", "pgrep"] {
+        if host::run("sh", &["-c", &format!("command -v {tool}")]).await.is_err() {
+            return Err(HarnessError::NodeLab {
+                step: "checking the host".to_owned(),
+                detail: format!("`{tool}` is not installed (scripts/provision-node installs it)"),
+            });
+        }
+    }
+    host::cgroup_v1_hierarchies().map(|_| ())
+}
+
+/// Write the teardown script and the owner file, and start the lifeline that runs the script
+/// when the test process ends (SIGTERM from its supervisor).
+async fn arm_teardown(plan: &LabPlan) -> Result<ChildProcess, HarnessError> {
+    let io = |what: &str| {
+        let what = what.to_owned();
+        move |e| HarnessError::io(what, e)
+    };
+    std::fs::create_dir_all(&plan.run_dir).map_err(io("creating the lab's run directory"))?;
+    let sysctls = host::read_sysctls().await?;
+    let script = plan.run_dir.join("teardown.sh");
+    std::fs::write(&script, host::teardown_script(plan, &sysctls)).map_err(io("writing the teardown script"))?;
+    std::fs::write(plan.run_dir.join("owner"), std::process::id().to_string()).map_err(io("writing the owner file"))?;
+    let body = format!("trap 'bash {} ; kill $! ; exit 0' TERM; sleep infinity & wait", script.display());
+    ChildProcess::spawn(Path::new("bash"), &["-c", &body], &[], &format!("lab-{}-lifeline", plan.tag))
+}
