@@ -35,6 +35,15 @@ pub(crate) struct Shared {
     pub robot_credentials: Mutex<RobotCredentials>,
 }
 
+/// A fresh state for `config` (with the data plane's address pool).
+fn fresh_state(config: &FakeConfig) -> State {
+    let state = State::new(config.action_delay, config.action_retention);
+    match &config.load_balancer_data_plane {
+        Some(dp) => state.with_data_plane(dp),
+        None => state,
+    }
+}
+
 /// A cloneable handle to one fake's state and controls (`Clone + Send + Sync`).
 ///
 /// Every method first settles due actions, exactly like an HTTP request does.
@@ -48,7 +57,7 @@ impl FakeHandle {
     pub fn new(config: FakeConfig) -> Self {
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::new(config.action_delay, config.action_retention)),
+                state: Mutex::new(fresh_state(&config)),
                 bucket: Mutex::new(TokenBucket::new(config.rate_limit)),
                 faults: Mutex::new(Faults::default()),
                 policy: Mutex::new(config.token_policy.clone()),
@@ -311,7 +320,7 @@ impl FakeHandle {
     /// the configuration the fake was created with.
     pub fn reset(&self) {
         let config = &self.shared.config;
-        *self.shared.state.lock_unpoisoned() = State::new(config.action_delay, config.action_retention);
+        *self.shared.state.lock_unpoisoned() = fresh_state(config);
         *self.shared.bucket.lock_unpoisoned() = TokenBucket::new(config.rate_limit);
         *self.shared.policy.lock_unpoisoned() = config.token_policy.clone();
         self.shared.faults.lock_unpoisoned().clear();

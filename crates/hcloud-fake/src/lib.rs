@@ -58,6 +58,7 @@
 mod catalog;
 pub mod config;
 pub mod control;
+pub mod data_plane;
 pub mod error;
 pub mod faults;
 mod handle;
@@ -77,6 +78,7 @@ mod x509;
 
 pub use config::{FakeConfig, TokenPolicy};
 pub use control::token_fingerprint;
+pub use data_plane::{DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion};
 pub use error::{ApiError, FakeError};
 pub use faults::{FaultRule, InjectedError, ResetPoint};
 pub use handle::FakeHandle;

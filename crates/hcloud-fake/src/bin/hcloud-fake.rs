@@ -262,6 +262,7 @@ async fn main() -> anyhow::Result<()> {
             user: args.robot_user.clone(),
             password: args.robot_password.clone(),
         },
+        load_balancer_data_plane: None,
     };
     let handle = FakeHandle::new(config);
     if let Some(path) = &args.seed {
