@@ -78,7 +78,8 @@ pub struct FakeConfig {
     /// Basic-auth credentials of the Robot part under `/robot` (default `robot` / `robot-password`).
     pub robot_credentials: crate::robot::RobotCredentials,
     /// The opt-in Load Balancer data plane (default off): Load Balancers take their public
-    /// IPv4 from its addresses (see [`crate::data_plane`]).
+    /// IPv4 from its addresses and carry real traffic to their targets, whose health is
+    /// checked for real (see [`crate::data_plane`]).
     pub load_balancer_data_plane: Option<DataPlaneConfig>,
 }
 

@@ -8,6 +8,7 @@ use super::ipam::{DataPlanePool, PublicIps};
 use super::records::{CertificateRecord, HealthKey, LoadBalancerRecord, NetworkRecord, PrimaryIpRecord, ServerRecord};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
 use crate::data_plane::DataPlaneConfig;
+use crate::data_plane::board::SharedBoard;
 use crate::error::ApiError;
 use crate::sort::{SortRequest, SortValue};
 
@@ -101,6 +102,8 @@ pub(crate) struct State {
     pub(crate) target_health: BTreeMap<(u64, HealthKey, Option<u16>), String>,
     /// With the data plane on: where Load Balancers take their public IPv4 from.
     pub(super) lb_address_pool: Option<DataPlanePool>,
+    /// With the data plane on: the health checks' results (what `health_status` reports).
+    pub(crate) health_board: Option<SharedBoard>,
 }
 
 /// Most routes a network may have: the API's documented limit (a test may change it with
@@ -129,12 +132,15 @@ impl State {
             public_ips: PublicIps::default(),
             target_health: BTreeMap::new(),
             lb_address_pool: None,
+            health_board: None,
         }
     }
 
-    /// With the data plane on: Load Balancers take addresses from `config`.
-    pub fn with_data_plane(mut self, config: &DataPlaneConfig) -> Self {
+    /// With the data plane on: Load Balancers take addresses from `config`, and target health
+    /// comes from `board`.
+    pub fn with_data_plane(mut self, config: &DataPlaneConfig, board: SharedBoard) -> Self {
         self.lb_address_pool = Some(DataPlanePool::new(config.clone()));
+        self.health_board = Some(board);
         self
     }
 
