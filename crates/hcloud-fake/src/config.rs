@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::data_plane::{DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion};
 use crate::rate_limit::RateLimitConfig;
 
 /// Which bearer tokens are accepted on `/v1`.
@@ -76,6 +77,10 @@ pub struct FakeConfig {
     pub log_requests: bool,
     /// Basic-auth credentials of the Robot part under `/robot` (default `robot` / `robot-password`).
     pub robot_credentials: crate::robot::RobotCredentials,
+    /// The opt-in Load Balancer data plane (default off): Load Balancers take their public
+    /// IPv4 from its addresses and carry real traffic to their targets, whose health is
+    /// checked for real (see [`crate::data_plane`]).
+    pub load_balancer_data_plane: Option<DataPlaneConfig>,
 }
 
 impl Default for FakeConfig {
@@ -87,6 +92,7 @@ impl Default for FakeConfig {
             token_policy: TokenPolicy::AcceptAll,
             log_requests: true,
             robot_credentials: crate::robot::RobotCredentials::default(),
+            load_balancer_data_plane: None,
         }
     }
 }
@@ -110,6 +116,14 @@ impl FakeConfig {
     #[must_use]
     pub fn with_token_policy(mut self, policy: TokenPolicy) -> Self {
         self.token_policy = policy;
+        self
+    }
+
+    /// Turns the Load Balancer data plane on, e.g. with
+    /// `DataPlaneConfig::parse("127.10.0.0/16")?` (see [`crate::data_plane`]).
+    #[must_use]
+    pub fn with_load_balancer_data_plane(mut self, data_plane: DataPlaneConfig) -> Self {
+        self.load_balancer_data_plane = Some(data_plane);
         self
     }
 }

@@ -6,10 +6,11 @@ use sync_lock::Unpoison as _;
 
 use crate::config::{FakeConfig, TokenPolicy};
 use crate::control::{
-    ActionFailure, PublicIpv6Change, RequestCounts, RequestRecord, ResourceRef, Seed, SeedCertificate,
-    SeedLoadBalancer, SeedNetwork, SeedResult, SeedServer, SeedServerBatch, ServerPatch, Settings, StateSnapshot,
-    TargetHealthOverride,
+    ActionFailure, DataPlaneCheck, DataPlaneListener, DataPlaneStatus, PublicIpv6Change, RequestCounts, RequestRecord,
+    ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork, SeedResult, SeedServer, SeedServerBatch,
+    ServerPatch, Settings, StateSnapshot, TargetHealthOverride,
 };
+use crate::data_plane::DataPlaneShared;
 use crate::error::FakeError;
 use crate::faults::{ActiveFault, FaultRule, Faults};
 use crate::metrics::Metrics;
@@ -33,6 +34,17 @@ pub(crate) struct Shared {
     pub robot: Mutex<RobotState>,
     pub robot_faults: Mutex<Faults>,
     pub robot_credentials: Mutex<RobotCredentials>,
+    /// The opt-in Load Balancer data plane ([`crate::data_plane`]).
+    pub data_plane: Option<Arc<DataPlaneShared>>,
+}
+
+/// A fresh state for `config` (with the data plane's address pool and health board).
+fn fresh_state(config: &FakeConfig, data_plane: Option<&Arc<DataPlaneShared>>) -> State {
+    let state = State::new(config.action_delay, config.action_retention);
+    match data_plane {
+        Some(dp) => state.with_data_plane(&dp.config, Arc::clone(&dp.board)),
+        None => state,
+    }
 }
 
 /// A cloneable handle to one fake's state and controls (`Clone + Send + Sync`).
@@ -46,9 +58,10 @@ pub struct FakeHandle {
 impl FakeHandle {
     /// A fake without a listener (use [`FakeHandle::router`] to serve it yourself).
     pub fn new(config: FakeConfig) -> Self {
+        let data_plane = config.load_balancer_data_plane.clone().map(|c| Arc::new(DataPlaneShared::new(c)));
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::new(config.action_delay, config.action_retention)),
+                state: Mutex::new(fresh_state(&config, data_plane.as_ref())),
                 bucket: Mutex::new(TokenBucket::new(config.rate_limit)),
                 faults: Mutex::new(Faults::default()),
                 policy: Mutex::new(config.token_policy.clone()),
@@ -56,16 +69,36 @@ impl FakeHandle {
                 robot: Mutex::new(RobotState::default()),
                 robot_faults: Mutex::new(Faults::default()),
                 robot_credentials: Mutex::new(config.robot_credentials.clone()),
+                data_plane,
                 config,
             }),
         }
     }
 
-    /// Runs `f` on the state after settling due actions.
+    /// Runs `f` on the state after settling due actions; wakes the data plane (if any) to
+    /// pick up what changed.
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let out = self.with_state_quiet(f);
+        if let Some(dp) = &self.shared.data_plane {
+            dp.changed();
+        }
+        out
+    }
+
+    /// [`FakeHandle::with_state`] without waking the data plane (the data plane's own reads).
+    pub(crate) fn with_state_quiet<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = self.shared.state.lock_unpoisoned();
         state.settle(Instant::now());
         f(&mut state)
+    }
+
+    /// Reads the state as it is, without settling (the data plane's per-connection reads).
+    pub(crate) fn with_state_unsettled<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        f(&self.shared.state.lock_unpoisoned())
+    }
+
+    pub(crate) fn data_plane_shared(&self) -> Option<Arc<DataPlaneShared>> {
+        self.shared.data_plane.clone()
     }
 
     pub(crate) fn log_requests(&self) -> bool {
@@ -311,7 +344,10 @@ impl FakeHandle {
     /// the configuration the fake was created with.
     pub fn reset(&self) {
         let config = &self.shared.config;
-        *self.shared.state.lock_unpoisoned() = State::new(config.action_delay, config.action_retention);
+        *self.shared.state.lock_unpoisoned() = fresh_state(config, self.shared.data_plane.as_ref());
+        if let Some(dp) = &self.shared.data_plane {
+            dp.reset();
+        }
         *self.shared.bucket.lock_unpoisoned() = TokenBucket::new(config.rate_limit);
         *self.shared.policy.lock_unpoisoned() = config.token_policy.clone();
         self.shared.faults.lock_unpoisoned().clear();
@@ -409,6 +445,25 @@ impl FakeHandle {
 
     pub(crate) fn with_robot<R>(&self, f: impl FnOnce(&mut RobotState) -> R) -> R {
         f(&mut self.shared.robot.lock_unpoisoned())
+    }
+
+    // ----- the Load Balancer data plane -----
+
+    /// The data plane: whether it is on and running, its listeners (with bind errors) and its
+    /// health checks. Off: `enabled: false` and nothing else.
+    pub fn data_plane(&self) -> DataPlaneStatus {
+        self.shared.data_plane.as_ref().map(|dp| dp.status()).unwrap_or_default()
+    }
+
+    /// The data plane's listeners, by Load Balancer and address (empty when off).
+    pub fn data_plane_listeners(&self) -> Vec<DataPlaneListener> {
+        self.data_plane().listeners
+    }
+
+    /// The data plane's health checks, by Load Balancer, listen port and target (empty when
+    /// off).
+    pub fn data_plane_checks(&self) -> Vec<DataPlaneCheck> {
+        self.data_plane().checks
     }
 
     /// One action as served.

@@ -18,11 +18,20 @@
 //! The same server also fakes the part of the Robot webservice (dedicated servers) the CCM
 //! uses, under `/robot` with its own wire format, basic auth and faults ([`robot`]).
 //!
+//! Opt-in, the fake's Load Balancers also carry traffic ([`data_plane`], enabled with
+//! [`FakeConfig::with_load_balancer_data_plane`] or `--load-balancer-data-plane`): their
+//! public IPv4 comes from a loopback range (or local addresses), every service listens on
+//! `<public IPv4>:<listen_port>` and forwards TCP connections to healthy targets, and target
+//! health comes from real health checks. Off (the default), the fake is a pure API fake that
+//! binds nothing but its own listener.
+//!
 //! # How a request flows
 //!
 //! 1. **Settle**: actions whose delay has passed finish; their effects (status changes,
 //!    attach/detach, deletions, ...) apply now, or are discarded for injected failures
-//!    (module `state`). There is no background timer: every request and library call settles.
+//!    (module `state`). There is no background timer: every request and library call settles
+//!    (with the opt-in data plane, its reconciler also settles every pass, and every request
+//!    wakes it to follow the change: listeners and health checkers follow the state).
 //! 2. **Authentication**: `/v1` needs `Authorization: Bearer <token>` accepted by the
 //!    [`TokenPolicy`]; otherwise `401 unauthorized`.
 //! 3. **Rate limit**: one token from the bucket ([`rate_limit`]); empty means
@@ -58,6 +67,7 @@
 mod catalog;
 pub mod config;
 pub mod control;
+pub mod data_plane;
 pub mod error;
 pub mod faults;
 mod handle;
@@ -77,6 +87,7 @@ mod x509;
 
 pub use config::{FakeConfig, TokenPolicy};
 pub use control::token_fingerprint;
+pub use data_plane::{DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion};
 pub use error::{ApiError, FakeError};
 pub use faults::{FaultRule, InjectedError, ResetPoint};
 pub use handle::FakeHandle;

@@ -8,17 +8,20 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::config::FakeConfig;
+use crate::data_plane::DataPlaneTask;
 use crate::error::FakeError;
 use crate::handle::FakeHandle;
 use crate::http::conn::{ConnHandle, ResettableListener};
 
-/// A running fake. Dropping it stops the listener; [`FakeServer::shutdown`] also waits.
+/// A running fake. Dropping it stops the listener (and the data plane); [`FakeServer::shutdown`]
+/// also waits.
 #[derive(Debug)]
 pub struct FakeServer {
     handle: FakeHandle,
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
+    data_plane: Option<DataPlaneTask>,
 }
 
 impl FakeServer {
@@ -32,7 +35,8 @@ impl FakeServer {
         Self::serve(addr, FakeHandle::new(config)).await
     }
 
-    /// Serves an existing handle (e.g. one seeded beforehand) on `addr`.
+    /// Serves an existing handle (e.g. one seeded beforehand) on `addr`; starts its Load
+    /// Balancer data plane when it was configured with one.
     pub async fn serve(addr: SocketAddr, handle: FakeHandle) -> Result<Self, FakeError> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
@@ -48,7 +52,8 @@ impl FakeServer {
                 })
                 .await
         });
-        Ok(Self { handle, addr, stop: Some(stop), task: Some(task) })
+        let data_plane = crate::data_plane::spawn(&handle);
+        Ok(Self { handle, addr, stop: Some(stop), task: Some(task), data_plane })
     }
 
     /// The bound address.
@@ -76,7 +81,9 @@ impl FakeServer {
         self.handle.clone()
     }
 
-    /// Stops accepting connections and waits (at most 5 s) for open ones to finish.
+    /// Stops accepting connections and waits (at most 5 s) for open ones to finish; stops
+    /// the data plane (every listener, forwarded connection and health checker) and waits
+    /// for it.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -85,6 +92,9 @@ impl FakeServer {
             && tokio::time::timeout(Duration::from_secs(5), &mut task).await.is_err()
         {
             task.abort();
+        }
+        if let Some(data_plane) = self.data_plane.take() {
+            data_plane.shutdown().await;
         }
     }
 

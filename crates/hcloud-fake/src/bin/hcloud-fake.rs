@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Parser;
 use hcloud_fake::control::Seed;
-use hcloud_fake::{FakeConfig, FakeHandle, FakeServer, RateLimitConfig, TokenPolicy};
+use hcloud_fake::{
+    DataPlaneConfig, FakeConfig, FakeHandle, FakeServer, ProxyProtocolVersion, RateLimitConfig, TokenPolicy,
+};
 
 const AFTER_HELP: &str = r#"API:
   http://ADDR/v1/...  Hetzner Cloud API subset, as the API is today (servers,
@@ -53,7 +55,15 @@ CONTROL SURFACE (not Hetzner's API; no auth, no rate limit, not counted; JSON):
                                      "status": "healthy" | "unhealthy" | "unknown" | null}
                                      what the load balancer reports for that target
                                      (null: back to the default: healthy while the
-                                     server runs, unhealthy otherwise)
+                                     server runs, unhealthy otherwise; with the data
+                                     plane: what the health checks found)
+  GET    /_fake/data_plane           the Load Balancer data plane: {"enabled", "running",
+                                     "addresses", "proxy_protocol", "listeners", "checks"}
+  GET    /_fake/data_plane/listeners each service's listener: address, state
+                                     ("listening" | "bind_failed"), error, connection counts
+  GET    /_fake/data_plane/checks    each (service, target)'s health checks: address,
+                                     status, checks, consecutive_failures, last_error,
+                                     active_connections
   GET    /_fake/faults               installed faults
   POST   /_fake/faults               body: {"method"?, "path", "times"?, "latency_ms"?,
                                      and at most one answer:
@@ -152,8 +162,8 @@ SEED FILE (--seed FILE, JSON; see examples/seed.json):
 #[derive(Debug, Parser)]
 #[command(name = "hcloud-fake", version, about, after_help = AFTER_HELP)]
 struct Args {
-    /// Address to listen on; nothing else is ever bound. Port 0 picks a free port, which
-    /// is printed on start.
+    /// Address to listen on; nothing else is bound (unless --load-balancer-data-plane is
+    /// given). Port 0 picks a free port, which is printed on start.
     #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
     listen: SocketAddr,
 
@@ -198,6 +208,22 @@ struct Args {
     /// Do not log one line per request.
     #[arg(long)]
     quiet: bool,
+
+    /// Turn the Load Balancer data plane on: Load Balancers take their public IPv4 from RANGE
+    /// (inside 127.0.0.0/8, e.g. 127.10.0.0/16; Linux answers on all of it without setup) or
+    /// from a comma-separated list of addresses this machine has (e.g. 10.99.0.1,10.99.0.2),
+    /// listen on <public IPv4>:<listen_port> for every service (while the public interface
+    /// is enabled) and forward each TCP connection to a healthy target at its destination
+    /// port (round_robin or least_connections; http/https are forwarded as plain TCP). Target
+    /// health comes from real health checks (tcp connect, http GET with path, Host and status
+    /// codes). 0.0.0.0 is refused. See GET /_fake/data_plane.
+    #[arg(long, value_name = "RANGE|ADDRS", value_parser = DataPlaneConfig::parse)]
+    load_balancer_data_plane: Option<DataPlaneConfig>,
+
+    /// PROXY protocol version the data plane sends for services with proxyprotocol: v1
+    /// (text line) or v2 (binary).
+    #[arg(long, default_value = "v1", value_name = "v1|v2", requires = "load_balancer_data_plane")]
+    load_balancer_proxy_protocol: ProxyProtocolVersion,
 }
 
 async fn shutdown_signal() {
@@ -262,6 +288,10 @@ async fn main() -> anyhow::Result<()> {
             user: args.robot_user.clone(),
             password: args.robot_password.clone(),
         },
+        load_balancer_data_plane: args
+            .load_balancer_data_plane
+            .clone()
+            .map(|d| d.with_proxy_protocol(args.load_balancer_proxy_protocol)),
     };
     let handle = FakeHandle::new(config);
     if let Some(path) = &args.seed {
@@ -287,6 +317,9 @@ async fn main() -> anyhow::Result<()> {
         server.robot_url(),
         server.control_url()
     );
+    if let Some(dp) = &server.handle().data_plane().addresses {
+        println!("Load Balancer data plane on: addresses {dp}; see {}/data_plane", server.control_url());
+    }
     server.run_until(shutdown_signal()).await;
     tracing::info!("stopped");
     Ok(())

@@ -5,8 +5,10 @@
 //! under `/_fake/` (see [`crate::http::control`] for the routes). Control requests are
 //! neither authenticated, rate limited nor counted.
 
+mod data_plane;
 mod seed;
 mod types;
 
+pub use data_plane::*;
 pub use seed::*;
 pub use types::*;

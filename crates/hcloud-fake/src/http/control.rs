@@ -12,7 +12,10 @@
 //! | POST | `/_fake/seed/certificates` | [`SeedCertificate`] | `{"id": u64}` |
 //! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?, public_ipv6?: "next"\|"remove"\|{"net"}}` | 204 |
 //! | DELETE | `/_fake/servers/{id}` | – | 204 (instant removal) |
-//! | PUT | `/_fake/load_balancers/{id}/target_health` | [`TargetHealthOverride`] `{server? \| ip?, listen_port?, status?}` | 204 |
+//! | PUT | `/_fake/load_balancers/{id}/target_health` | [`TargetHealthOverride`] `{server? \| ip?, listen_port?, status?}` | 204 (wins over the data plane's checks, for the API and for forwarding) |
+//! | GET | `/_fake/data_plane` | – | [`DataPlaneStatus`](crate::control::DataPlaneStatus) `{enabled, running, addresses?, proxy_protocol?, listeners, checks}` |
+//! | GET | `/_fake/data_plane/listeners` | – | `[DataPlaneListener]` (address, `listening`\|`bind_failed`, error, connection counts) |
+//! | GET | `/_fake/data_plane/checks` | – | `[DataPlaneCheck]` (per service and target: status found by the checks, last error, open connections) |
 //! | GET | `/_fake/faults` | – | `[ActiveFault]` |
 //! | POST | `/_fake/faults` | [`FaultRule`] `{method?, path, times?, error?: {status?, code, message?}, html?: {status}, reset?: "before_response"\|"mid_body", apply?, latency_ms?}` | `{"id": u64}` |
 //! | DELETE | `/_fake/faults` | – | 204 |
@@ -72,6 +75,9 @@ pub(crate) fn routes() -> Router<FakeHandle> {
         .route("/seed/certificates", post(seed_certificate))
         .route("/servers/{id}", delete(delete_server).patch(patch_server))
         .route("/load_balancers/{id}/target_health", put(set_target_health))
+        .route("/data_plane", get(data_plane))
+        .route("/data_plane/listeners", get(data_plane_listeners))
+        .route("/data_plane/checks", get(data_plane_checks))
         .route("/robot/servers", get(robot_servers).post(seed_robot_server))
         .route("/robot/servers/{number}", delete(delete_robot_server).patch(patch_robot_server))
         .route("/robot/faults", get(list_robot_faults).post(add_robot_fault).delete(clear_robot_faults))
@@ -151,6 +157,18 @@ async fn set_target_health(
 ) -> Result<Response, FakeError> {
     h.set_target_health(parse_id(&id)?, &body)?;
     Ok(no_content())
+}
+
+async fn data_plane(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.data_plane())
+}
+
+async fn data_plane_listeners(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.data_plane_listeners())
+}
+
+async fn data_plane_checks(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.data_plane_checks())
 }
 
 async fn robot_servers(State(h): State<FakeHandle>) -> Response {

@@ -1,4 +1,6 @@
-//! Public address pools: IPv4 from 198.18.0.0/15, IPv6 /64 networks from 2001:db8::/32.
+//! Public address pools: IPv4 from 198.18.0.0/15, IPv6 /64 networks from 2001:db8::/32, and
+//! with the opt-in data plane the Load Balancers' IPv4 from its configured addresses
+//! ([`DataPlanePool`]).
 //!
 //! Released addresses are handed out again, oldest release first, before fresh ones, as the
 //! API reuses them: a client holding a stale address may meet it on a new resource. Fresh
@@ -9,6 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use ipnet::Ipv6Net;
 
+use crate::data_plane::DataPlaneConfig;
 use crate::error::ApiError;
 
 const V4_BASE: u32 = u32::from_be_bytes([198, 18, 0, 0]);
@@ -108,10 +111,64 @@ impl PublicIps {
         }
     }
 
+    /// Frees an IPv4 reserved with [`PublicIps::reserve_v4`] without handing it out again
+    /// (an address of another pool).
+    pub fn unreserve_v4(&mut self, ip: Ipv4Addr) {
+        self.used_v4.remove(&ip);
+    }
+
     /// Releases an IPv6 network; it is handed out again later.
     pub fn release_v6(&mut self, net: Ipv6Net) {
         if self.used_v6.remove(&net) {
             self.released_v6.push_back(net);
+        }
+    }
+}
+
+/// The Load Balancers' public IPv4 addresses when the data plane is on: the configured range
+/// or list, in order, released addresses first (oldest release first), as [`PublicIps`] does.
+#[derive(Debug)]
+pub(crate) struct DataPlanePool {
+    config: DataPlaneConfig,
+    next: u64,
+    used: HashSet<Ipv4Addr>,
+    released: VecDeque<Ipv4Addr>,
+}
+
+impl DataPlanePool {
+    /// A pool over the data plane's addresses.
+    pub fn new(config: DataPlaneConfig) -> Self {
+        Self { config, next: 0, used: HashSet::new(), released: VecDeque::new() }
+    }
+
+    /// Whether `ip` belongs to this pool.
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        self.config.contains(ip)
+    }
+
+    /// The next free address that `taken` does not claim (e.g. a server's fixed address).
+    pub fn allocate(&mut self, taken: impl Fn(Ipv4Addr) -> bool) -> Result<Ipv4Addr, ApiError> {
+        while let Some(ip) = self.released.pop_front() {
+            if !taken(ip) && self.used.insert(ip) {
+                return Ok(ip);
+            }
+        }
+        while let Some(ip) = self.config.nth_address(self.next) {
+            self.next += 1;
+            if !taken(ip) && self.used.insert(ip) {
+                return Ok(ip);
+            }
+        }
+        Err(ApiError::new(
+            "resource_unavailable",
+            format!("no Load Balancer addresses left in the data plane's {}", self.config),
+        ))
+    }
+
+    /// Releases an address; it is handed out again later.
+    pub fn release(&mut self, ip: Ipv4Addr) {
+        if self.used.remove(&ip) {
+            self.released.push_back(ip);
         }
     }
 }
@@ -155,5 +212,18 @@ mod tests {
         p.release_v4(Ipv4Addr::new(198, 18, 0, 3));
         assert!(p.reserve_v4(Ipv4Addr::new(198, 18, 0, 3)).is_ok());
         assert_eq!(p.allocate_v4().ok(), Some(Ipv4Addr::new(198, 18, 0, 4)));
+    }
+
+    #[test]
+    fn data_plane_pool_hands_out_its_addresses() {
+        let config = DataPlaneConfig::parse("127.10.0.0/30").unwrap_or_else(|e| panic!("{e}"));
+        let mut p = DataPlanePool::new(config);
+        let taken = |ip: Ipv4Addr| ip == Ipv4Addr::new(127, 10, 0, 1);
+        assert_eq!(p.allocate(taken).ok(), Some(Ipv4Addr::new(127, 10, 0, 2)), "a taken address is skipped");
+        assert_eq!(p.allocate(taken).map_err(|e| e.code), Err("resource_unavailable".to_owned()));
+        p.release(Ipv4Addr::new(127, 10, 0, 2));
+        assert_eq!(p.allocate(|_| false).ok(), Some(Ipv4Addr::new(127, 10, 0, 2)));
+        assert!(p.contains(Ipv4Addr::new(127, 10, 0, 1)));
+        assert!(!p.contains(Ipv4Addr::new(198, 18, 0, 1)));
     }
 }

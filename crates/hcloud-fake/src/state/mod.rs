@@ -4,7 +4,8 @@
 //! [`ApiError`]s. Each resource kind lives in its own submodule. Actions are settled lazily:
 //! [`State::settle`] finishes every action whose due time has passed and applies (or, on an
 //! injected failure, discards) its effect; it runs at the start of every request and every
-//! library call, so no background timer exists.
+//! library call, so no background timer exists — except with the opt-in Load Balancer data
+//! plane ([`crate::data_plane`]), whose reconciler also settles at every pass.
 //!
 //! Locking: a resource is locked while it is the *first* resource of a running action (the
 //! resource the action was started on) or while a test locked it explicitly. Mutations of a
@@ -37,5 +38,6 @@ pub(crate) use certificates::CertificateFilter;
 pub(crate) use load_balancers::LoadBalancerFilter;
 pub(crate) use networks::NetworkFilter;
 pub(crate) use primary_ips::PrimaryIpFilter;
+pub(crate) use records::{HealthKey, TargetRecord};
 pub(crate) use servers::ServerFilter;
 pub(crate) use store::State;

@@ -4,9 +4,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::effect::{ActionRecord, render_action};
-use super::ipam::PublicIps;
+use super::ipam::{DataPlanePool, PublicIps};
 use super::records::{CertificateRecord, HealthKey, LoadBalancerRecord, NetworkRecord, PrimaryIpRecord, ServerRecord};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
+use crate::data_plane::DataPlaneConfig;
+use crate::data_plane::board::SharedBoard;
 use crate::error::ApiError;
 use crate::sort::{SortRequest, SortValue};
 
@@ -98,6 +100,10 @@ pub(crate) struct State {
     pub(super) public_ips: PublicIps,
     /// Health set by tests: (load balancer, target, listen port or all) -> status.
     pub(crate) target_health: BTreeMap<(u64, HealthKey, Option<u16>), String>,
+    /// With the data plane on: where Load Balancers take their public IPv4 from.
+    pub(super) lb_address_pool: Option<DataPlanePool>,
+    /// With the data plane on: the health checks' results (what `health_status` reports).
+    pub(crate) health_board: Option<SharedBoard>,
 }
 
 /// Most routes a network may have: the API's documented limit (a test may change it with
@@ -125,7 +131,17 @@ impl State {
             action_failures: Vec::new(),
             public_ips: PublicIps::default(),
             target_health: BTreeMap::new(),
+            lb_address_pool: None,
+            health_board: None,
         }
+    }
+
+    /// With the data plane on: Load Balancers take addresses from `config`, and target health
+    /// comes from `board`.
+    pub fn with_data_plane(mut self, config: &DataPlaneConfig, board: SharedBoard) -> Self {
+        self.lb_address_pool = Some(DataPlanePool::new(config.clone()));
+        self.health_board = Some(board);
+        self
     }
 
     /// Locks a resource for tests.

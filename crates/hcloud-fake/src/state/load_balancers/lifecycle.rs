@@ -61,7 +61,14 @@ impl State {
             self.check_new_target(&built_targets, &target, lb_type)?;
             built_targets.push(target);
         }
-        let ipv4 = self.public_ips.allocate_v4()?;
+        let ipv4 = match &mut self.lb_address_pool {
+            Some(pool) => {
+                let ip = pool.allocate(|ip| self.public_ips.is_used_v4(ip))?;
+                self.public_ips.reserve_v4(ip)?;
+                ip
+            }
+            None => self.public_ips.allocate_v4()?,
+        };
         let ipv6_net = self.public_ips.allocate_v6()?;
         let ipv6 = Ipv6Addr::from(u128::from(ipv6_net.network()) + 1);
         let id = bump(&mut self.ids.load_balancer);
@@ -216,7 +223,13 @@ impl State {
                 n.members.retain(|_, m| *m != Member::LoadBalancer(id));
             }
         }
-        self.public_ips.release_v4(lb.ipv4);
+        match &mut self.lb_address_pool {
+            Some(pool) if pool.contains(lb.ipv4) => {
+                self.public_ips.unreserve_v4(lb.ipv4);
+                pool.release(lb.ipv4);
+            }
+            _ => self.public_ips.release_v4(lb.ipv4),
+        }
         self.public_ips.release_v6(lb.ipv6_net);
         self.target_health.retain(|(lb_id, _, _), _| *lb_id != id);
     }

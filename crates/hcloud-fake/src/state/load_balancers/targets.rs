@@ -3,7 +3,10 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use sync_lock::Unpoison as _;
+
 use crate::control::TargetHealthOverride;
+use crate::data_plane::health::Health;
 use crate::error::ApiError;
 use crate::label_selector::LabelSelector;
 use crate::state::effect::Effect;
@@ -17,28 +20,13 @@ pub(super) struct TargetContext<'a> {
     pub(super) public_enabled: bool,
 }
 
-/// Health per service: what a test set for the target (per port, else for all ports), else
-/// `healthy` for a running server, `unhealthy` for a server that is not running (its checks
-/// fail), `unknown` for an IP target (the fake cannot check it).
+/// Health per service (see [`State::target_status`]).
 pub(super) fn health_for(state: &State, lb: u64, target: &HealthKey, services: &[Service]) -> Vec<TargetHealthStatus> {
-    let default = match target {
-        HealthKey::Server(id) => {
-            if state.servers.get(id).is_some_and(|s| s.status == ServerStatus::Running) {
-                "healthy"
-            } else {
-                "unhealthy"
-            }
-        }
-        HealthKey::Ip(_) => "unknown",
-    };
     services
         .iter()
-        .map(|s| {
-            let set = state
-                .target_health
-                .get(&(lb, target.clone(), Some(s.listen_port)))
-                .or_else(|| state.target_health.get(&(lb, target.clone(), None)));
-            TargetHealthStatus { listen_port: s.listen_port, status: set.map_or(default, String::as_str).to_owned() }
+        .map(|s| TargetHealthStatus {
+            listen_port: s.listen_port,
+            status: state.target_status(lb, s.listen_port, target).to_owned(),
         })
         .collect()
 }
@@ -47,6 +35,31 @@ pub(super) fn health_for(state: &State, lb: u64, target: &HealthKey, services: &
 pub(crate) const HEALTH_STATES: [&str; 3] = ["healthy", "unhealthy", "unknown"];
 
 impl State {
+    /// The health a load balancer reports for a target on the service listening on
+    /// `listen_port`: what a test set for the target (for that port, else for all ports);
+    /// else, with the data plane on, what its health checks found (`unknown` before the first
+    /// completes); else `healthy` for a running server, `unhealthy` for a server that is not
+    /// running (its checks would fail), `unknown` for an IP target (nothing checks it).
+    pub(crate) fn target_status(&self, lb: u64, listen_port: u16, target: &HealthKey) -> &str {
+        let set = self
+            .target_health
+            .get(&(lb, target.clone(), Some(listen_port)))
+            .or_else(|| self.target_health.get(&(lb, target.clone(), None)));
+        if let Some(status) = set {
+            return status;
+        }
+        if let Some(board) = &self.health_board {
+            return board.lock_unpoisoned().health(lb, listen_port, target).map_or("unknown", Health::as_str);
+        }
+        match target {
+            HealthKey::Server(id) if self.servers.get(id).is_some_and(|s| s.status == ServerStatus::Running) => {
+                "healthy"
+            }
+            HealthKey::Server(_) => "unhealthy",
+            HealthKey::Ip(_) => "unknown",
+        }
+    }
+
     /// Sets or clears the health a load balancer reports for a target (see
     /// [`TargetHealthOverride`]).
     pub fn set_target_health(&mut self, lb: u64, o: &TargetHealthOverride) -> Result<(), ApiError> {
