@@ -10,19 +10,22 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use common::lb::lb_of;
 use common::{TOKEN, addresses, label, tainted};
 use hcloud_fake::control::SeedServer;
-use hcloud_fake::{FakeConfig, FakeServer};
+use hcloud_fake::wire::LoadBalancer;
+use hcloud_fake::{DataPlaneConfig, FakeConfig, FakeServer};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use test_harness::real_node::{ECHO_IMAGE, NodeLab};
-use test_harness::{ChildProcess, wait_for};
+use test_harness::{ChildProcess, load_balancer_service, wait_for, wait_until};
 
 /// Real kubelets register, pull nothing and start pods in seconds, but a cold node is slower.
 const SLOW: Duration = Duration::from_secs(120);
 
-fn echo_deployment(name: &str, replicas: i32) -> Deployment {
+fn echo_deployment(name: &str, replicas: i32, node: Option<&str>) -> Deployment {
+    let node_selector = node.map(|n| serde_json::json!({"kubernetes.io/hostname": n}));
     serde_json::from_value(serde_json::json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -34,6 +37,7 @@ fn echo_deployment(name: &str, replicas: i32) -> Deployment {
                 "metadata": {"labels": {"app": name}},
                 "spec": {
                     "automountServiceAccountToken": false,
+                    "nodeSelector": node_selector,
                     "enableServiceLinks": false,
                     "terminationGracePeriodSeconds": 1,
                     // One pod per node.
@@ -71,6 +75,38 @@ async fn ready_pod_nodes(pods: &Api<Pod>, app: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The health the fake's Load Balancer reports per target server (first service).
+fn health_by_server(lb: &LoadBalancer) -> Vec<(u64, String)> {
+    let mut out: Vec<(u64, String)> = lb
+        .targets
+        .iter()
+        .filter_map(|t| {
+            let id = t.server.as_ref()?.id;
+            let status = t.health_status.as_ref()?.first()?.status.clone();
+            Some((id, status))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `GET /` through the Load Balancer: the name of the pod that answered.
+async fn get(ip: &str, port: u16) -> Result<String, String> {
+    let url = format!("http://{ip}:{port}/");
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().map_err(|e| e.to_string())?;
+    let response = client.get(&url).send().await.map_err(|e| format!("{url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{url}: {}", response.status()));
+    }
+    response.text().await.map(|t| t.trim().to_owned()).map_err(|e| e.to_string())
+}
+
+/// The pods of `app` by node.
+async fn pods_by_node(pods: &Api<Pod>, app: &str) -> Vec<(String, String)> {
+    let list = pods.list(&ListParams::default().labels(&format!("app={app}"))).await.expect("pods");
+    list.items.iter().filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.metadata.name.clone()?))).collect()
+}
+
 /// `hcloud-ccm` against the lab's API server (the CCM's RBAC-restricted identity) and the fake.
 async fn start_ccm(lab: &NodeLab, fake: &FakeServer, env: &[(&str, &str)]) -> ChildProcess {
     let kubeconfig = format!("--kubeconfig={}", lab.control_plane().ccm_kubeconfig().display());
@@ -103,10 +139,14 @@ async fn start_ccm(lab: &NodeLab, fake: &FakeServer, env: &[(&str, &str)]) -> Ch
 
 #[tokio::test]
 async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
-    let lab = NodeLab::start(&["kn-a", "kn-b"]).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut lab = NodeLab::start(&["kn-a", "kn-b"]).await.unwrap_or_else(|e| panic!("{e}"));
     let client = lab.control_plane().admin_client().await.expect("client");
     let nodes: Api<Node> = Api::all(client.clone());
-    let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
+    // Load Balancers answer on loopback addresses of a /16 picked at random (two suites side by
+    // side use different ones).
+    let range = format!("127.{}.0.0/16", fastrand::u8(16..250));
+    let data_plane = DataPlaneConfig::parse(&range).expect("data plane");
+    let fake = FakeServer::start(FakeConfig::default().with_load_balancer_data_plane(data_plane)).await.expect("fake");
     let h = fake.handle();
     let mut servers = Vec::new();
     for name in lab.node_names() {
@@ -115,7 +155,7 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
         seed.public_ipv4 = Some(ip);
         servers.push(h.seed_server(&seed).expect("server"));
     }
-    let ccm = start_ccm(&lab, &fake, &[]).await;
+    let ccm = start_ccm(&lab, &fake, &[("HCLOUD_LOAD_BALANCERS_LOCATION", "nbg1")]).await;
 
     // The kubelets registered with the uninitialized taint; hcloud-ccm initializes them.
     for (name, server) in lab.node_names().into_iter().zip(&servers) {
@@ -139,7 +179,7 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
     // A Deployment's pods run on both Nodes.
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    deployments.create(&PostParams::default(), &echo_deployment("echo", 2)).await.expect("deployment");
+    deployments.create(&PostParams::default(), &echo_deployment("echo", 2, None)).await.expect("deployment");
     let all: BTreeSet<String> = lab.node_names().into_iter().map(str::to_owned).collect();
     let spread = test_harness::wait_until(SLOW, "a ready echo pod on each node", async || {
         ready_pod_nodes(&pods, "echo").await == all
@@ -153,6 +193,95 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
             lab.node_logs("kn-b", 40)
         );
     }
+
+    // A LoadBalancer Service: a Load Balancer whose address reaches the pods.
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let mut svc = load_balancer_service("echo", &[], &[80]);
+    if let Some(spec) = svc.spec.as_mut()
+        && let Some(ports) = spec.ports.as_mut()
+    {
+        ports[0].target_port = Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080));
+    }
+    services.create(&PostParams::default(), &svc).await.expect("service");
+    let svc = wait_for(&services, "echo", SLOW, "a Load Balancer address", |s: Option<&Service>| {
+        s.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()).is_some()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ccm.logs()))
+    .expect("service");
+    let ip =
+        svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()).expect("ip");
+    let lb = lb_of(&h, &svc).expect("the Service's Load Balancer");
+    assert_eq!(lb.public_net.ipv4.ip.as_deref(), Some(ip.as_str()), "the status shows the address that answers");
+    let echo_pods: BTreeSet<String> = pods_by_node(&pods, "echo").await.into_iter().map(|(_, p)| p).collect();
+    let mut answered = BTreeSet::new();
+    let reached = wait_until(SLOW, "answers from both echo pods through the Load Balancer", async || {
+        if let Ok(pod) = get(&ip, 80).await {
+            answered.insert(pod);
+        }
+        answered == echo_pods
+    })
+    .await;
+    reached.unwrap_or_else(|e| panic!("{e}: answered {answered:?} of {echo_pods:?}\n{:?}", h.data_plane()));
+
+    // externalTrafficPolicy: Local with kube-proxy's health check: only the node with a ready
+    // pod is healthy, and traffic follows the pod when it moves.
+    deployments.create(&PostParams::default(), &echo_deployment("local", 1, Some("kn-a"))).await.expect("deployment");
+    let mut local =
+        load_balancer_service("local", &[("load-balancer.hetzner.cloud/health-check-local-endpoints", "true")], &[81]);
+    if let Some(spec) = local.spec.as_mut() {
+        spec.external_traffic_policy = Some("Local".to_owned());
+        if let Some(ports) = spec.ports.as_mut() {
+            ports[0].target_port = Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080));
+        }
+    }
+    services.create(&PostParams::default(), &local).await.expect("service");
+    let local = wait_for(&services, "local", SLOW, "a Load Balancer address", |s: Option<&Service>| {
+        s.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()).is_some()
+    })
+    .await
+    .expect("local")
+    .expect("local");
+    let local_ip = local
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone())
+        .expect("ip");
+    for (node, server, other) in [("kn-a", servers[0], servers[1]), ("kn-b", servers[1], servers[0])] {
+        if node == "kn-b" {
+            let moved = serde_json::json!({"spec": {"template": {"spec": {"nodeSelector": {"kubernetes.io/hostname": "kn-b"}}}}});
+            deployments.patch("local", &PatchParams::default(), &Patch::Merge(&moved)).await.expect("move");
+        }
+        let want = vec![(server, "healthy".to_owned()), (other, "unhealthy".to_owned())];
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        let mut seen = Vec::new();
+        let healthy = wait_until(SLOW, "only the node with the pod is healthy", async || {
+            seen = lb_of(&h, &local).map(|lb| health_by_server(&lb)).unwrap_or_default();
+            seen == want_sorted
+        })
+        .await;
+        healthy.unwrap_or_else(|e| panic!("{node}: {e}: health {seen:?}\n{:?}", h.data_plane()));
+        let owner = pods_by_node(&pods, "local").await;
+        let on_node: Vec<&String> = owner.iter().filter(|(n, _)| n == node).map(|(_, p)| p).collect();
+        assert_eq!(on_node.len(), 1, "one pod on {node}: {owner:?}");
+        for _ in 0..6 {
+            let pod = get(&local_ip, 81).await.unwrap_or_else(|e| panic!("{node}: {e}"));
+            assert_eq!(&pod, on_node[0], "traffic goes only to the node with the pod");
+        }
+    }
+
+    // A server deleted after its kubelet stopped: its Node goes away.
+    lab.stop_node("kn-b").await.expect("stop kn-b");
+    h.delete_server(servers[1]).expect("delete server");
+    wait_for(&nodes, "kn-b", SLOW, "Node kn-b deleted", |n: Option<&Node>| n.is_none())
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", ccm.logs()));
+    services.delete("echo", &DeleteParams::default()).await.expect("delete service");
+    services.delete("local", &DeleteParams::default()).await.expect("delete service");
+    wait_until(SLOW, "both Load Balancers deleted", async || h.snapshot().load_balancers.is_empty())
+        .await
+        .expect("deleted");
 
     drop(ccm);
     lab.shutdown().await.unwrap_or_else(|leftovers| panic!("the lab left things behind: {leftovers}"));
