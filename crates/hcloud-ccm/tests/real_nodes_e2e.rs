@@ -11,56 +11,18 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::lb::lb_of;
-use common::{TOKEN, addresses, label, tainted};
+use common::{TOKEN, addresses, label, spawn_hcloud_ccm, tainted};
 use hcloud_fake::control::SeedServer;
 use hcloud_fake::wire::LoadBalancer;
 use hcloud_fake::{DataPlaneConfig, FakeConfig, FakeServer};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use test_harness::real_node::{ECHO_IMAGE, NodeLab};
+use test_harness::real_node::{NodeLab, echo_deployment};
 use test_harness::{ChildProcess, load_balancer_service, wait_for, wait_until};
 
 /// Real kubelets register, pull nothing and start pods in seconds, but a cold node is slower.
 const SLOW: Duration = Duration::from_secs(120);
-
-fn echo_deployment(name: &str, replicas: i32, node: Option<&str>) -> Deployment {
-    let node_selector = node.map(|n| serde_json::json!({"kubernetes.io/hostname": n}));
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "automountServiceAccountToken": false,
-                    "nodeSelector": node_selector,
-                    "enableServiceLinks": false,
-                    "terminationGracePeriodSeconds": 1,
-                    // One pod per node.
-                    "topologySpreadConstraints": [{
-                        "maxSkew": 1,
-                        "topologyKey": "kubernetes.io/hostname",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app": name}},
-                    }],
-                    "containers": [{
-                        "name": "echo",
-                        "image": ECHO_IMAGE,
-                        "imagePullPolicy": "Never",
-                        "ports": [{"containerPort": 8080}],
-                        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 1},
-                    }],
-                },
-            },
-        },
-    }))
-    .expect("deployment")
-}
 
 /// The nodes the app's ready pods run on.
 async fn ready_pod_nodes(pods: &Api<Pod>, app: &str) -> BTreeSet<String> {
@@ -109,28 +71,8 @@ async fn pods_by_node(pods: &Api<Pod>, app: &str) -> Vec<(String, String)> {
 
 /// `hcloud-ccm` against the lab's API server (the CCM's RBAC-restricted identity) and the fake.
 async fn start_ccm(lab: &NodeLab, fake: &FakeServer, env: &[(&str, &str)]) -> ChildProcess {
-    let kubeconfig = format!("--kubeconfig={}", lab.control_plane().ccm_kubeconfig().display());
-    let args = [
-        "--cloud-provider=hcloud",
-        "--allow-untagged-cloud",
-        "--leader-elect=false",
-        kubeconfig.as_str(),
-        "--node-monitor-period=1s",
-        "--bind-address=127.0.0.1",
-        "--secure-port=0",
-        "--v=2",
-    ];
-    let endpoint = fake.base_url();
-    let mut all_env = vec![
-        ("HCLOUD_TOKEN", TOKEN),
-        ("HCLOUD_ENDPOINT", endpoint.as_str()),
-        ("RUST_LOG", ""),
-        ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
-    ];
-    all_env.extend_from_slice(env);
-    let ccm =
-        ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &args, &all_env, "hcloud-ccm")
-            .expect("hcloud-ccm spawns");
+    let kubeconfig = lab.control_plane().ccm_kubeconfig();
+    let ccm = spawn_hcloud_ccm(&fake.base_url(), TOKEN, kubeconfig, env, &["--leader-elect=false"], "hcloud-ccm");
     ccm.wait_for_log("hcloud-ccm started", Duration::from_secs(30))
         .await
         .unwrap_or_else(|e| panic!("hcloud-ccm did not start: {e}\n{}", ccm.logs()));
@@ -179,7 +121,10 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
     // A Deployment's pods run on both Nodes.
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    deployments.create(&PostParams::default(), &echo_deployment("echo", 2, None)).await.expect("deployment");
+    deployments
+        .create(&PostParams::default(), &echo_deployment("echo", 2, None).expect("spec"))
+        .await
+        .expect("deployment");
     let all: BTreeSet<String> = lab.node_names().into_iter().map(str::to_owned).collect();
     let spread = test_harness::wait_until(SLOW, "a ready echo pod on each node", async || {
         ready_pod_nodes(&pods, "echo").await == all
@@ -226,7 +171,10 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
 
     // externalTrafficPolicy: Local with kube-proxy's health check: only the node with a ready
     // pod is healthy, and traffic follows the pod when it moves.
-    deployments.create(&PostParams::default(), &echo_deployment("local", 1, Some("kn-a"))).await.expect("deployment");
+    deployments
+        .create(&PostParams::default(), &echo_deployment("local", 1, Some("kn-a")).expect("spec"))
+        .await
+        .expect("deployment");
     let mut local =
         load_balancer_service("local", &[("load-balancer.hetzner.cloud/health-check-local-endpoints", "true")], &[81]);
     if let Some(spec) = local.spec.as_mut() {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::data_plane::{DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion};
+pub use crate::data_plane::config::{DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion};
 use crate::rate_limit::RateLimitConfig;
 
 /// Which bearer tokens are accepted on `/v1`.

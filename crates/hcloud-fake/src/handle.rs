@@ -10,7 +10,7 @@ use crate::control::{
     ResourceRef, Seed, SeedCertificate, SeedLoadBalancer, SeedNetwork, SeedResult, SeedServer, SeedServerBatch,
     ServerPatch, Settings, StateSnapshot, TargetHealthOverride,
 };
-use crate::data_plane::DataPlaneShared;
+use crate::data_plane::shared::DataPlaneShared;
 use crate::error::FakeError;
 use crate::faults::{ActiveFault, FaultRule, Faults};
 use crate::metrics::Metrics;

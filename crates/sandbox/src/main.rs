@@ -1,18 +1,23 @@
 //! The local sandbox: the whole system on this machine until Ctrl-C.
 //!
 //! ```text
-//!  kube-apiserver + etcd (test-harness, loopback) ◄── hcloud-ccm (child process, RBAC-limited)
-//!          ▲                                              │
-//!          │ kubelet-like Node registrations,             ▼
-//!          │ a LoadBalancer Service               Hetzner fake (in process, loopback):
-//!       sandbox ─────────── seeds ──────────────►   servers, network, Load Balancers
+//!  kube-apiserver + etcd, KCM, scheduler ◄── hcloud-ccm (child process, RBAC-limited)
+//!          ▲      (test-harness)                  │
+//!          │ real kubelets in network             ▼
+//!          │ namespaces (test_harness::    Hetzner fake (in process, loopback): servers with
+//!          │ real_node) register Nodes     the nodes' addresses, network, Load Balancers
+//!          │                               whose 127.x addresses forward to the nodes
+//!       sandbox ── seeds, demo Deployment + LoadBalancer Service, curls it
 //!          │
 //!          └─ prints the kubeconfig and kubectl usage, streams node and Service changes
 //!             (with the Load Balancer the fake holds for each Service) and CCM logs
 //! ```
 //!
+//! Real nodes need root and cgroup v1; elsewhere (or with `--simulated-nodes`) kubelet-like
+//! Node objects stand in for them, and the sandbox says why.
+//!
 //! Run: `cargo run -p sandbox` (builds `hcloud-ccm` too if needed; the first run also builds
-//! the control plane, ~5 minutes with progress).
+//! the control plane and the node components, ~30 minutes with progress).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,10 +27,13 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use futures::StreamExt;
 use hcloud_fake::control::{SeedNetwork, SeedServer};
-use hcloud_fake::{FakeConfig, FakeServer};
+use hcloud_fake::{DataPlaneConfig, FakeConfig, FakeServer};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use test_harness::real_node::{NodeLab, check_host, echo_deployment};
 use test_harness::{ChildProcess, ControlPlane, NodeBuilder};
 
 /// Start a local hcloud-ccm sandbox and keep it running until Ctrl-C.
@@ -48,6 +56,25 @@ struct Args {
     /// Do not create the demo LoadBalancer Service `default/demo`.
     #[arg(long)]
     no_service: bool,
+    /// Register kubelet-like Node objects instead of running real kubelets (the default where
+    /// the machine allows: root, cgroup v1, `ip`, `nsenter`, `nft`, `runc`).
+    #[arg(long)]
+    simulated_nodes: bool,
+}
+
+/// The control plane, alone (simulated Nodes) or with real nodes around it.
+enum Cluster {
+    Simulated(Box<ControlPlane>),
+    Real(Box<NodeLab>),
+}
+
+impl Cluster {
+    fn control_plane(&self) -> &ControlPlane {
+        match self {
+            Cluster::Simulated(cp) => cp,
+            Cluster::Real(lab) => lab.control_plane(),
+        }
+    }
 }
 
 /// The demo Service's name (namespace `default`).
@@ -111,14 +138,19 @@ fn all_initialized(names: &[String], last: &BTreeMap<String, String>) -> bool {
     names.iter().all(|n| last.get(n).is_some_and(|l| l.starts_with("initialized")))
 }
 
-/// The demo Service: type LoadBalancer, port 80.
-fn demo_service() -> Service {
+/// The demo Service: type LoadBalancer, port 80 (to the echo pods' 8080 with real nodes).
+fn demo_service(real: bool) -> Service {
     let mut svc = Service::default();
     svc.metadata.name = Some(DEMO_SERVICE.to_owned());
     svc.spec = Some(ServiceSpec {
         type_: Some("LoadBalancer".to_owned()),
         selector: Some(BTreeMap::from([("app".to_owned(), DEMO_SERVICE.to_owned())])),
-        ports: Some(vec![ServicePort { name: Some("http".to_owned()), port: 80, ..Default::default() }]),
+        ports: Some(vec![ServicePort {
+            name: Some("http".to_owned()),
+            port: 80,
+            target_port: real.then_some(IntOrString::Int(8080)),
+            ..Default::default()
+        }]),
         ..Default::default()
     });
     svc
@@ -160,6 +192,35 @@ fn service_summary(svc: &Service, fake: &hcloud_fake::FakeHandle) -> String {
     }
 }
 
+/// The first ingress IP of a Service.
+fn ingress_ip(svc: &Service) -> Option<String> {
+    svc.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()
+}
+
+/// `GET /` over HTTP/1.0 (what `curl http://ip:port/` does): the body, trimmed.
+async fn http_get(ip: &str, port: u16) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect((ip, port)).await?;
+        stream.write_all(format!("GET / HTTP/1.0\r\nHost: {ip}\r\n\r\n").as_bytes()).await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
+        anyhow::Ok(String::from_utf8_lossy(&response).into_owned())
+    };
+    let response = tokio::time::timeout(Duration::from_secs(3), exchange).await.context("no answer in 3 s")??;
+    let (head, body) = response.split_once("\r\n\r\n").context("not an HTTP response")?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        bail!("answered {}", head.lines().next().unwrap_or_default());
+    }
+    Ok(body.trim().to_owned())
+}
+
+/// A random second octet for the Load Balancers' loopback range (16..=249, clear of 127.0.x).
+fn fastrand_octet() -> u8 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    16 + u8::try_from((nanos ^ std::process::id()) % 234).unwrap_or(0)
+}
+
 /// A free TCP port on loopback.
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -178,8 +239,31 @@ async fn main() -> anyhow::Result<()> {
     }
     let ccm_bin = ccm_binary(args.hcloud_ccm.clone())?;
 
+    let names: Vec<String> = (1..=args.servers).map(|i| format!("node-{i}")).collect();
+    let real = if args.simulated_nodes {
+        false
+    } else {
+        match check_host().await {
+            Ok(()) => true,
+            Err(e) => {
+                println!("[sandbox] real nodes are not possible here ({e}); registering simulated Nodes instead");
+                false
+            }
+        }
+    };
     println!("starting kube-apiserver + etcd (the first run builds them from their Go modules: about 6 minutes)…");
-    let cp = ControlPlane::start().await.context("cannot start the control plane")?;
+    let cluster = if real {
+        println!(
+            "starting {} real nodes: kubelet, containerd and kube-proxy each, with kube-controller-manager and \
+             kube-scheduler (the first run builds them: about 20 minutes; --simulated-nodes skips them)…",
+            names.len()
+        );
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        Cluster::Real(Box::new(NodeLab::start(&refs).await.context("cannot start the real nodes")?))
+    } else {
+        Cluster::Simulated(Box::new(ControlPlane::start().await.context("cannot start the control plane")?))
+    };
+    let cp = cluster.control_plane();
     let client = cp.admin_client().await?;
     let server = client.apiserver_version().await.context("cannot read the API server's /version")?;
     println!(
@@ -190,13 +274,28 @@ async fn main() -> anyhow::Result<()> {
         cp.server_url()
     );
 
-    let fake = FakeServer::bind(args.fake_listen, FakeConfig::default()).await?;
+    // Load Balancers answer on a loopback address of 127.<random>.0.0/16 and forward to the
+    // nodes' private IPs (with real nodes, those are the kubelets' addresses).
+    let data_plane = DataPlaneConfig::parse(&format!("127.{}.0.0/16", fastrand_octet()))?;
+    let fake =
+        FakeServer::bind(args.fake_listen, FakeConfig::default().with_load_balancer_data_plane(data_plane)).await?;
     let h = fake.handle();
-    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central"))?;
-    let names: Vec<String> = (1..=args.servers).map(|i| format!("node-{i}")).collect();
+    let subnet = match &cluster {
+        Cluster::Real(lab) => lab.subnet().to_string(),
+        Cluster::Simulated(_) => "10.0.0.0/24".to_owned(),
+    };
+    let net = h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet(&subnet, "eu-central"))?;
     for (i, name) in names.iter().enumerate() {
         let (server_type, location) = SHAPES[i % SHAPES.len()];
-        h.seed_server(&SeedServer::new(name).server_type(server_type).location(location).network(net))?;
+        let seed = SeedServer::new(name).server_type(server_type).location(location);
+        let seed = match &cluster {
+            Cluster::Real(lab) => {
+                let ip = lab.node_ip(name).context("the lab has no such node")?.to_string();
+                seed.network_ip(net, &ip)
+            }
+            Cluster::Simulated(_) => seed.network(net),
+        };
+        h.seed_server(&seed)?;
     }
 
     let kubeconfig = format!("--kubeconfig={}", cp.ccm_kubeconfig().display());
@@ -222,6 +321,7 @@ async fn main() -> anyhow::Result<()> {
             ("HCLOUD_METRICS_ADDRESS", &metrics_address),
             ("HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1"),
             ("HCLOUD_LOAD_BALANCERS_TYPE", "lb11"),
+            ("HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", "true"),
         ],
         "hcloud-ccm",
     )?;
@@ -244,6 +344,9 @@ async fn main() -> anyhow::Result<()> {
          \n  hcloud-ccm logs:     {}\
          \n  its metrics:         curl -s http://{metrics_address}/metrics\
          \n  its health:          curl -sk https://127.0.0.1:{secure_port}/healthz?verbose\n\
+         \nThe demo Service's Load Balancer answers at its EXTERNAL-IP (with real nodes, a pod answers):\
+         \n  {kubectl} get service demo\
+         \n  curl http://<EXTERNAL-IP>/\n\
          \nA LoadBalancer Service of your own gets its Load Balancer in the fake:\
          \n  {kubectl} create service loadbalancer web --tcp=80:8080\
          \n  {kubectl} get service web -o wide -w\n\
@@ -253,14 +356,28 @@ async fn main() -> anyhow::Result<()> {
         ccm.log_path().display()
     );
 
-    for name in &names {
-        NodeBuilder::new(name.as_str()).kubelet_hostname_address(true).register(&client).await?;
+    if !real {
+        for name in &names {
+            NodeBuilder::new(name.as_str()).kubelet_hostname_address(true).register(&client).await?;
+        }
     }
     if !args.no_service {
+        if real {
+            let replicas = i32::try_from(names.len()).unwrap_or(i32::MAX);
+            let deployment = echo_deployment(DEMO_SERVICE, replicas, None)?;
+            let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+            deployments
+                .create(&PostParams::default(), &deployment)
+                .await
+                .context("cannot create the demo Deployment")?;
+            println!("[sandbox] created Deployment default/{DEMO_SERVICE} ({replicas} pods answering with their name)");
+        }
         let services: Api<Service> = Api::namespaced(client.clone(), "default");
-        services.create(&PostParams::default(), &demo_service()).await.context("cannot create the demo Service")?;
+        services.create(&PostParams::default(), &demo_service(real)).await.context("cannot create the demo Service")?;
         println!("[sandbox] created LoadBalancer Service default/{DEMO_SERVICE} (port 80)");
     }
+    // With real nodes the demo is done when a request through the Load Balancer reaches a pod.
+    let mut demo_answered = !real || args.no_service;
     let mut demo_served = args.no_service;
 
     // Stream node changes.
@@ -299,7 +416,14 @@ async fn main() -> anyhow::Result<()> {
                         demo_served = true;
                     }
                 }
-                if args.exit_when_ready && demo_served && all_initialized(&names, &last) {
+                if demo_served && !demo_answered
+                    && let Some(ip) = seen_services.get(&format!("default/{DEMO_SERVICE}")).and_then(ingress_ip)
+                    && let Ok(pod) = http_get(&ip, 80).await
+                {
+                    println!("[sandbox] curl http://{ip}/ → answered by pod {pod}");
+                    demo_answered = true;
+                }
+                if args.exit_when_ready && demo_served && demo_answered && all_initialized(&names, &last) {
                     println!("all {} nodes initialized", names.len());
                     break;
                 }
@@ -312,7 +436,7 @@ async fn main() -> anyhow::Result<()> {
                         println!("[node {name}] {line}");
                         last.insert(name, line);
                     }
-                    if args.exit_when_ready && demo_served && all_initialized(&names, &last) {
+                    if args.exit_when_ready && demo_served && demo_answered && all_initialized(&names, &last) {
                         println!("all {} nodes initialized", names.len());
                         break;
                     }
@@ -339,7 +463,9 @@ async fn main() -> anyhow::Result<()> {
     println!("stopping…");
     ccm.stop().await?;
     fake.shutdown().await;
-    drop(cp);
+    if let Cluster::Real(lab) = cluster {
+        lab.shutdown().await.map_err(|left| anyhow::anyhow!("the real nodes left things behind: {left}"))?;
+    }
     println!("stopped");
     Ok(())
 }

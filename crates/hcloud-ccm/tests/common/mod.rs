@@ -108,30 +108,43 @@ impl Env {
         args: &[&str],
         name: &str,
     ) -> ChildProcess {
-        let kubeconfig = format!("--kubeconfig={}", kubeconfig.display());
-        let mut all_args = vec![
-            "--cloud-provider=hcloud",
-            "--allow-untagged-cloud",
-            kubeconfig.as_str(),
-            "--node-monitor-period=1s",
-            "--bind-address=127.0.0.1",
-            "--secure-port=0",
-            "--v=2",
-        ];
-        all_args.extend_from_slice(args);
-        let endpoint = self.fake.base_url();
-        // Listeners on loopback only, on ports the system picks (tests that check them pass
-        // their own --secure-port / HCLOUD_METRICS_ADDRESS, which come later and win).
-        let mut all_env = vec![
-            ("HCLOUD_TOKEN", token),
-            ("HCLOUD_ENDPOINT", endpoint.as_str()),
-            ("RUST_LOG", ""),
-            ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
-        ];
-        all_env.extend_from_slice(env);
-        ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &all_args, &all_env, name)
-            .expect("hcloud-ccm spawns")
+        spawn_hcloud_ccm(&self.fake.base_url(), token, kubeconfig, env, args, name)
     }
+}
+
+/// Spawns the `hcloud-ccm` binary against the fake at `endpoint` and the API server of
+/// `kubeconfig`, with the suite's defaults (one replica's flags, loopback listeners on
+/// system-picked ports, `--v=2`) followed by `env` and `args`, which win.
+pub fn spawn_hcloud_ccm(
+    endpoint: &str,
+    token: &str,
+    kubeconfig: &std::path::Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+    name: &str,
+) -> ChildProcess {
+    let kubeconfig = format!("--kubeconfig={}", kubeconfig.display());
+    let mut all_args = vec![
+        "--cloud-provider=hcloud",
+        "--allow-untagged-cloud",
+        kubeconfig.as_str(),
+        "--node-monitor-period=1s",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+        "--v=2",
+    ];
+    all_args.extend_from_slice(args);
+    // Listeners on loopback only, on ports the system picks (tests that check them pass
+    // their own --secure-port / HCLOUD_METRICS_ADDRESS, which come later and win).
+    let mut all_env = vec![
+        ("HCLOUD_TOKEN", token),
+        ("HCLOUD_ENDPOINT", endpoint),
+        ("RUST_LOG", ""),
+        ("HCLOUD_METRICS_ADDRESS", "127.0.0.1:0"),
+    ];
+    all_env.extend_from_slice(env);
+    ChildProcess::spawn(std::path::Path::new(env!("CARGO_BIN_EXE_hcloud-ccm")), &all_args, &all_env, name)
+        .expect("hcloud-ccm spawns")
 }
 
 /// A TCP port on 127.0.0.1 that was free when we looked.

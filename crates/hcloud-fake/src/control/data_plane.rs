@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::data_plane::ProxyProtocolVersion;
+use crate::data_plane::config::ProxyProtocolVersion;
 
 /// Whether a listener is serving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use super::health::{Health, HealthTracker};
 use crate::control::DataPlaneCheck;
-use crate::state::HealthKey;
+use crate::state::records::HealthKey;
 
 /// One health-checked target of one service.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

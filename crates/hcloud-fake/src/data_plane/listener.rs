@@ -11,7 +11,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt as _;
@@ -24,20 +24,13 @@ use super::config::ProxyProtocolVersion;
 use super::plan::ForwardSpec;
 use super::proxy_protocol;
 use super::select::pick;
+use super::shared::Counters;
 use crate::handle::FakeHandle;
 use crate::state::HealthKey;
 use sync_lock::Unpoison as _;
 
 /// How long connecting to a target may take before the client connection is closed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Connection counters of one listener.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub accepted: AtomicU64,
-    pub active: AtomicU64,
-    pub rejected: AtomicU64,
-}
 
 /// What a listener task needs besides its socket.
 pub(super) struct ListenerCtx {

@@ -49,7 +49,7 @@
 //! `health_status`.
 
 pub(crate) mod board;
-mod config;
+pub mod config;
 pub(crate) mod health;
 mod listener;
 pub(crate) mod plan;
@@ -57,126 +57,20 @@ mod probe;
 pub(crate) mod proxy_protocol;
 mod reconcile;
 pub(crate) mod select;
+pub(crate) mod shared;
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use config::{
     AddressSource, DEFAULT_RECONCILE_INTERVAL, DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion,
 };
 
-use self::board::SharedBoard;
-use self::listener::Counters;
-use self::plan::{ForwardSpec, ListenerKey};
-use crate::control::{DataPlaneListener, DataPlaneStatus, DataPlaneTarget, ListenerState};
 use crate::handle::FakeHandle;
-use crate::state::HealthKey;
-use sync_lock::Unpoison as _;
-
-/// A listener as the control surface shows it.
-#[derive(Debug, Clone)]
-pub(crate) struct ListenerRecord {
-    spec: Arc<ForwardSpec>,
-    state: ListenerState,
-    error: Option<String>,
-    counters: Option<Arc<Counters>>,
-}
-
-/// What the fake's handle, the reconciler and the control surface share.
-#[derive(Debug)]
-pub(crate) struct DataPlaneShared {
-    pub config: DataPlaneConfig,
-    /// Health-check results and open connections.
-    pub board: SharedBoard,
-    /// The listeners, as last published by the reconciler.
-    listeners: Mutex<BTreeMap<ListenerKey, ListenerRecord>>,
-    /// Wakes the reconciler (a state change).
-    notify: Notify,
-    /// Whether a reconciler runs.
-    running: AtomicBool,
-    /// Bumped by a reset: the reconciler starts everything over.
-    generation: AtomicU64,
-}
-
-impl DataPlaneShared {
-    /// A data plane for `config`, not running yet.
-    pub fn new(config: DataPlaneConfig) -> Self {
-        Self {
-            config,
-            board: SharedBoard::default(),
-            listeners: Mutex::new(BTreeMap::new()),
-            notify: Notify::new(),
-            running: AtomicBool::new(false),
-            generation: AtomicU64::new(0),
-        }
-    }
-
-    /// The state changed: reconcile soon.
-    pub fn changed(&self) {
-        self.notify.notify_one();
-    }
-
-    /// The fake was reset: stop everything and start over.
-    pub fn reset(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        self.board.lock_unpoisoned().clear();
-        self.notify.notify_one();
-    }
-
-    /// The status shown by the control surface.
-    pub fn status(&self) -> DataPlaneStatus {
-        let listeners = self
-            .listeners
-            .lock_unpoisoned()
-            .iter()
-            .map(|(key, l)| {
-                let load =
-                    |f: fn(&Counters) -> &AtomicU64| l.counters.as_ref().map_or(0, |c| f(c).load(Ordering::Relaxed));
-                DataPlaneListener {
-                    load_balancer: key.lb,
-                    listen_port: l.spec.listen_port,
-                    address: key.addr,
-                    protocol: l.spec.protocol.clone(),
-                    state: l.state,
-                    error: l.error.clone(),
-                    targets: l
-                        .spec
-                        .backends
-                        .iter()
-                        .map(|(key, ip)| DataPlaneTarget {
-                            server: match key {
-                                HealthKey::Server(id) => Some(*id),
-                                HealthKey::Ip(_) => None,
-                            },
-                            ip: match key {
-                                HealthKey::Server(_) => None,
-                                HealthKey::Ip(ip) => Some(ip.clone()),
-                            },
-                            address: ip.map(|ip| SocketAddr::new(ip, l.spec.destination_port)),
-                        })
-                        .collect(),
-                    accepted_connections: load(|c| &c.accepted),
-                    active_connections: load(|c| &c.active),
-                    rejected_connections: load(|c| &c.rejected),
-                }
-            })
-            .collect();
-        DataPlaneStatus {
-            enabled: true,
-            running: self.running.load(Ordering::SeqCst),
-            addresses: Some(self.config.to_string()),
-            proxy_protocol: Some(self.config.proxy_protocol()),
-            listeners,
-            checks: self.board.lock_unpoisoned().snapshot(),
-        }
-    }
-}
 
 /// The running data plane of a [`crate::FakeServer`]; dropping it stops the reconciler
 /// without waiting.

@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use ipnet::Ipv6Net;
 
-use crate::data_plane::DataPlaneConfig;
+use crate::data_plane::config::DataPlaneConfig;
 use crate::error::ApiError;
 
 const V4_BASE: u32 = u32::from_be_bytes([198, 18, 0, 0]);

@@ -29,7 +29,7 @@ mod ipam;
 mod load_balancers;
 mod networks;
 mod primary_ips;
-mod records;
+pub(crate) mod records;
 mod servers;
 mod store;
 mod validate;

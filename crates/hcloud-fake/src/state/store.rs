@@ -7,8 +7,8 @@ use super::effect::{ActionRecord, render_action};
 use super::ipam::{DataPlanePool, PublicIps};
 use super::records::{CertificateRecord, HealthKey, LoadBalancerRecord, NetworkRecord, PrimaryIpRecord, ServerRecord};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
-use crate::data_plane::DataPlaneConfig;
 use crate::data_plane::board::SharedBoard;
+use crate::data_plane::config::DataPlaneConfig;
 use crate::error::ApiError;
 use crate::sort::{SortRequest, SortValue};
 

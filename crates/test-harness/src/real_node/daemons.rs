@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::plan::{self, NodePlan};
-use super::{ECHO_IMAGE, PAUSE_IMAGE, host};
+use super::host;
+use super::plan::{self, ECHO_IMAGE, NodePlan, PAUSE_IMAGE};
 use crate::control_plane::ControlPlane;
 use crate::error::HarnessError;
 use crate::process::ChildProcess;

@@ -30,18 +30,55 @@ pub mod plan;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::apps::v1::Deployment;
+
 use crate::control_plane::{ControlPlane, ControlPlaneOptions, StaticUser};
 use crate::error::HarnessError;
 use crate::process::ChildProcess;
 use crate::provision::provisioned_path;
 use daemons::NodeDaemons;
 use plan::LabPlan;
+pub use plan::{ECHO_IMAGE, PAUSE_IMAGE};
 
-/// The sandbox image every node has imported (containerd's pinned sandbox image).
-pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.2";
-/// The workload image every node has imported: answers any HTTP request on :8080 with the
-/// name of the pod (`POD_NAME`, else the hostname). Use `imagePullPolicy: Never`.
-pub const ECHO_IMAGE: &str = "hcloud-ccm.test/echo:1";
+/// A Deployment of [`ECHO_IMAGE`] labelled `app=<name>` (pods answer on 8080 with their name),
+/// spread one pod per node, optionally pinned to `node`; no service account token, no pull.
+pub fn echo_deployment(name: &str, replicas: i32, node: Option<&str>) -> Result<Deployment, HarnessError> {
+    let node_selector = node.map(|n| serde_json::json!({"kubernetes.io/hostname": n}));
+    let spec = serde_json::json!({
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {
+                "automountServiceAccountToken": false,
+                "nodeSelector": node_selector,
+                "enableServiceLinks": false,
+                "terminationGracePeriodSeconds": 1,
+                "topologySpreadConstraints": [{
+                    "maxSkew": 1,
+                    "topologyKey": "kubernetes.io/hostname",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": name}},
+                }],
+                "containers": [{
+                    "name": "echo",
+                    "image": ECHO_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "ports": [{"containerPort": 8080}],
+                    "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 1},
+                }],
+            },
+        },
+    });
+    let spec = serde_json::from_value(spec)
+        .map_err(|e| HarnessError::NodeLab { step: "writing the echo Deployment".to_owned(), detail: e.to_string() })?;
+    Ok(Deployment {
+        metadata: kube::api::ObjectMeta { name: Some(name.to_owned()), ..Default::default() },
+        spec,
+        ..Default::default()
+    })
+}
 
 /// The directory `scripts/provision-node` fills (binaries, `runtime/`), provisioned on first use.
 pub fn node_assets() -> Result<PathBuf, HarnessError> {
@@ -126,6 +163,11 @@ impl NodeLab {
         self.plan.node(name).map(|n| n.netns.as_str())
     }
 
+    /// The bridge's network (node addresses are in it).
+    pub fn subnet(&self) -> ipnet::Ipv4Net {
+        self.plan.subnet
+    }
+
     /// The names of the lab's nodes, in order.
     pub fn node_names(&self) -> Vec<&str> {
         self.plan.nodes.iter().map(|n| n.name.as_str()).collect()
@@ -185,8 +227,9 @@ impl Drop for NodeLab {
     }
 }
 
-/// Root and the tools the lab needs, checked up front so a missing one is named.
-async fn check_host() -> Result<(), HarnessError> {
+/// Whether this machine can run a lab: root, the tools, cgroup v1. The error says what is
+/// missing ([`NodeLab::start`] checks the same first; the sandbox uses it to choose).
+pub async fn check_host() -> Result<(), HarnessError> {
     let uid = host::run("id", &["-u"]).await?;
     if uid.trim() != "0" {
         return Err(HarnessError::NodeLab {
@@ -222,4 +265,20 @@ async fn arm_teardown(plan: &LabPlan) -> Result<ChildProcess, HarnessError> {
     std::fs::write(plan.run_dir.join("owner"), std::process::id().to_string()).map_err(io("writing the owner file"))?;
     let body = format!("trap 'bash {} ; kill $! ; exit 0' TERM; sleep infinity & wait", script.display());
     ChildProcess::spawn(Path::new("bash"), &["-c", &body], &[], &format!("lab-{}-lifeline", plan.tag))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_echo_deployment_is_a_valid_spec_pinned_where_asked() {
+        let d = echo_deployment("web", 2, Some("kn-b")).unwrap();
+        let spec = d.spec;
+        assert_eq!(spec.replicas, Some(2));
+        let pod = spec.template.spec.unwrap();
+        assert_eq!(pod.node_selector.unwrap().get("kubernetes.io/hostname").map(String::as_str), Some("kn-b"));
+        assert_eq!(pod.containers[0].image.as_deref(), Some(ECHO_IMAGE));
+        assert!(echo_deployment("web", 1, None).unwrap().spec.template.spec.unwrap().node_selector.is_none());
+    }
 }

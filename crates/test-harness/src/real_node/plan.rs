@@ -6,6 +6,12 @@ use std::path::PathBuf;
 
 use ipnet::Ipv4Net;
 
+/// The sandbox image every node has imported (containerd's pinned sandbox image).
+pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10.2";
+/// The workload image every node has imported: answers any HTTP request on :8080 with the
+/// name of the pod (`POD_NAME`, else the hostname). Use `imagePullPolicy: Never`.
+pub const ECHO_IMAGE: &str = "hcloud-ccm.test/echo:1";
+
 /// The pod range of the whole lab (kube-proxy's `clusterCIDR`); node `i` gets `10.244.<i+1>.0/24`.
 pub const CLUSTER_CIDR: &str = "10.244.0.0/16";
 
