@@ -19,7 +19,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use test_harness::real_node::{NodeLab, echo_deployment};
-use test_harness::{ChildProcess, load_balancer_service, wait_for, wait_until};
+use test_harness::{ChildProcess, events_for, load_balancer_service, wait_for, wait_until};
 
 /// Real kubelets register, pull nothing and start pods in seconds, but a cold node is slower.
 const SLOW: Duration = Duration::from_secs(120);
@@ -97,7 +97,9 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
         seed.public_ipv4 = Some(ip);
         servers.push(h.seed_server(&seed).expect("server"));
     }
-    let ccm = start_ccm(&lab, &fake, &[("HCLOUD_LOAD_BALANCERS_LOCATION", "nbg1")]).await;
+    // A short cache age: the unhealthy-target pass looks at the Load Balancers every 2 s.
+    let env = [("HCLOUD_LOAD_BALANCERS_LOCATION", "nbg1"), ("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE", "2s")];
+    let ccm = start_ccm(&lab, &fake, &env).await;
 
     // The kubelets registered with the uninitialized taint; hcloud-ccm initializes them.
     for (name, server) in lab.node_names().into_iter().zip(&servers) {
@@ -175,8 +177,13 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
         .create(&PostParams::default(), &echo_deployment("local", 1, Some("kn-a")).expect("spec"))
         .await
         .expect("deployment");
-    let mut local =
-        load_balancer_service("local", &[("load-balancer.hetzner.cloud/health-check-local-endpoints", "true")], &[81]);
+    // hcloud-ccm's own Warning about unhealthy targets, against a real failing check (kube-proxy's
+    // healthCheckNodePort answers 503 on the node without the pod).
+    let annotations = [
+        ("load-balancer.hetzner.cloud/health-check-local-endpoints", "true"),
+        ("load-balancer.hetzner.cloud/unhealthy-target-warning-after", "1s"),
+    ];
+    let mut local = load_balancer_service("local", &annotations, &[81]);
     if let Some(spec) = local.spec.as_mut() {
         spec.external_traffic_policy = Some("Local".to_owned());
         if let Some(ports) = spec.ports.as_mut() {
@@ -210,6 +217,22 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
         })
         .await;
         healthy.unwrap_or_else(|e| panic!("{node}: {e}: health {seen:?}\n{:?}", h.data_plane()));
+        if node == "kn-a" {
+            // (kn-a may have been warned about too, while its pod was not ready yet.)
+            let about_kn_b = format!("Hetzner reports target server {other} (Node kn-b) of Load Balancer");
+            let mut seen_events = Vec::new();
+            let warned = wait_until(SLOW, "an UnhealthyLoadBalancerTarget Warning about kn-b", async || {
+                seen_events = events_for(&client, "Service", "local").await.unwrap_or_default();
+                seen_events.iter().any(|e| {
+                    e.type_ == "Warning"
+                        && e.reason == "UnhealthyLoadBalancerTarget"
+                        && e.message.contains(&about_kn_b)
+                        && e.message.contains("unhealthy on port 81")
+                })
+            })
+            .await;
+            warned.unwrap_or_else(|e| panic!("{e}: {seen_events:#?}\n{}", ccm.logs()));
+        }
         let owner = pods_by_node(&pods, "local").await;
         let on_node: Vec<&String> = owner.iter().filter(|(n, _)| n == node).map(|(_, p)| p).collect();
         assert_eq!(on_node.len(), 1, "one pod on {node}: {owner:?}");
