@@ -112,14 +112,20 @@ impl NodeLab {
             .map_err(|e| HarnessError::NodeLab { step: "provisioning".to_owned(), detail: e.to_string() })??;
         check_host().await?;
         host::sweep_stale_labs();
-        let plan = loop {
+        let mut free = None;
+        for _ in 0..20 {
             let tag = format!("{:06x}", fastrand::u32(..0x00ff_ffff));
             let plan = LabPlan::new(&tag, names)
                 .map_err(|detail| HarnessError::NodeLab { step: "planning".to_owned(), detail })?;
             if !host::subnet_in_use(&plan).await? {
-                break plan;
+                free = Some(plan);
+                break;
             }
-        };
+        }
+        let plan = free.ok_or_else(|| HarnessError::NodeLab {
+            step: "planning".to_owned(),
+            detail: "20 random /24s between 10.200.0.0 and 10.231.255.0 were all in use on this host".to_owned(),
+        })?;
         let lifeline = arm_teardown(&plan).await?;
         host::create_network(&plan).await?;
         host::create_cgroups(&plan)?;
