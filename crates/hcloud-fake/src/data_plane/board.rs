@@ -110,24 +110,21 @@ impl Board {
     pub fn snapshot(&self) -> Vec<DataPlaneCheck> {
         self.entries
             .iter()
-            .map(|(k, e)| DataPlaneCheck {
-                load_balancer: k.lb,
-                listen_port: k.listen_port,
-                server: match &k.target {
-                    HealthKey::Server(id) => Some(*id),
-                    HealthKey::Ip(_) => None,
-                },
-                ip: match &k.target {
-                    HealthKey::Server(_) => None,
-                    HealthKey::Ip(ip) => Some(ip.clone()),
-                },
-                address: e.address,
-                protocol: e.protocol.clone(),
-                status: e.tracker.health().as_str().to_owned(),
-                checks: e.checks,
-                consecutive_failures: e.tracker.consecutive_failures(),
-                last_error: e.last_error.clone(),
-                active_connections: e.active,
+            .map(|(k, e)| {
+                let (server, ip) = k.target.server_and_ip();
+                DataPlaneCheck {
+                    load_balancer: k.lb,
+                    listen_port: k.listen_port,
+                    server,
+                    ip,
+                    address: e.address,
+                    protocol: e.protocol.clone(),
+                    status: e.tracker.health().as_str().to_owned(),
+                    checks: e.checks,
+                    consecutive_failures: e.tracker.consecutive_failures(),
+                    last_error: e.last_error.clone(),
+                    active_connections: e.active,
+                }
             })
             .collect()
     }

@@ -14,7 +14,6 @@ use super::board::SharedBoard;
 use super::config::DataPlaneConfig;
 use super::plan::{ForwardSpec, ListenerKey};
 use crate::control::{DataPlaneListener, DataPlaneStatus, DataPlaneTarget, ListenerState};
-use crate::state::records::HealthKey;
 use sync_lock::Unpoison as _;
 
 /// Connection counters of one listener.
@@ -95,16 +94,13 @@ impl DataPlaneShared {
                         .spec
                         .backends
                         .iter()
-                        .map(|(key, ip)| DataPlaneTarget {
-                            server: match key {
-                                HealthKey::Server(id) => Some(*id),
-                                HealthKey::Ip(_) => None,
-                            },
-                            ip: match key {
-                                HealthKey::Server(_) => None,
-                                HealthKey::Ip(ip) => Some(ip.clone()),
-                            },
-                            address: ip.map(|ip| SocketAddr::new(ip, l.spec.destination_port)),
+                        .map(|(key, ip)| {
+                            let (server, target_ip) = key.server_and_ip();
+                            DataPlaneTarget {
+                                server,
+                                ip: target_ip,
+                                address: ip.map(|ip| SocketAddr::new(ip, l.spec.destination_port)),
+                            }
                         })
                         .collect(),
                     accepted_connections: load(|c| &c.accepted),

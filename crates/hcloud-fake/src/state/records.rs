@@ -198,6 +198,16 @@ pub(crate) enum HealthKey {
     Ip(String),
 }
 
+impl HealthKey {
+    /// `(server, ip)` as the control surface shows a target: one of them set.
+    pub(crate) fn server_and_ip(&self) -> (Option<u64>, Option<String>) {
+        match self {
+            HealthKey::Server(id) => (Some(*id), None),
+            HealthKey::Ip(ip) => (None, Some(ip.clone())),
+        }
+    }
+}
+
 /// The address of an unassigned Primary IP.
 #[derive(Debug, Clone)]
 pub(crate) enum PrimaryIpAddr {

@@ -136,7 +136,9 @@ impl NodeDaemons {
 
     /// Stop the daemons, then kill the pods and shims and unmount (async caller).
     pub(super) async fn stop(self) {
-        tokio::task::spawn_blocking(move || self.kill()).await.unwrap_or_default();
+        if let Err(e) = tokio::task::spawn_blocking(move || self.kill()).await {
+            tracing::warn!("stopping a node's daemons panicked: {e}");
+        }
     }
 
     /// [`Self::stop`], blocking.
