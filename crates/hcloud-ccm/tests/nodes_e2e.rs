@@ -209,6 +209,15 @@ async fn a_node_turning_not_ready_is_rechecked_at_once_with_one_request() {
         NodeBuilder::new(name).register(&env.client).await.expect("node");
         wait_for(&env.nodes, name, REACT, "initialized", initialized).await.expect("initialized");
     }
+    // A turn needs a Ready past the controller saw: wait for a pass that started after both
+    // nodes were Ready and initialized (the second pass counted from now).
+    let passes = "cloud_node_lifecycle_controller_monitor_nodes_duration_seconds_count";
+    let before = scrape(&metrics, passes).await.unwrap_or(0.0);
+    wait_until(REACT, "a lifecycle pass that saw both nodes Ready", async || {
+        scrape(&metrics, passes).await.is_some_and(|v| v >= before + 2.0)
+    })
+    .await
+    .expect("seen Ready");
     let seen = h.request_log().len();
 
     h.delete_server(gone).expect("delete");
@@ -240,7 +249,6 @@ async fn a_node_turning_not_ready_is_rechecked_at_once_with_one_request() {
             .await
             .expect("counted");
     }
-    let passes = "cloud_node_lifecycle_controller_monitor_nodes_duration_seconds_count";
     wait_until(REACT, passes, async || scrape(&metrics, passes).await.is_some_and(|v| v >= 1.0)).await.expect("timed");
 }
 

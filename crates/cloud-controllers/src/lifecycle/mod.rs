@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  every --node-monitor-period: nodes from the shared cache
-//!     ├─ prefetch(initialized nodes newly seen NotReady, Recheck)   (current answers, at once)
+//!     ├─ prefetch(initialized nodes that turned NotReady, Recheck)  (current answers, at once)
 //!     ├─ prefetch(not-ready nodes, Lifecycle)        (one bulk lookup where it pays off)
 //!     └─ per node, --concurrent-node-lifecycle-syncs at a time:
 //!            decide (Ready? exists? shut down?) ─► write (pure) ─► API
@@ -18,10 +18,10 @@
 mod controller_tests;
 pub mod decide;
 pub mod metrics;
+pub mod readiness;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use sync_lock::Unpoison as _;
@@ -40,9 +40,9 @@ use kube::runtime::reflector::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
 
-use crate::node::plan::is_uninitialized;
 use decide::{LifecycleDecision, LifecycleWrite, decide, is_ready};
 use metrics::LifecycleMetrics;
+use readiness::{Readiness, turned_not_ready};
 
 /// Upstream's name of this controller (events, logs).
 pub const CONTROLLER_NAME: &str = "cloud-node-lifecycle-controller";
@@ -77,8 +77,9 @@ pub struct CloudNodeLifecycleController<C: Cloud> {
     /// Where the passes are counted (`controller_reconcile_total`, panics, retries).
     runtime_metrics: RuntimeMetrics,
     shutdown: CancellationToken,
-    /// Readiness of each node (by UID) in the previous pass, to notice NotReady transitions.
-    was_ready: Mutex<HashMap<String, bool>>,
+    /// Readiness of each node (by UID) in the previous pass, to notice NotReady transitions;
+    /// `None` before the first pass.
+    was_ready: Mutex<Option<Readiness>>,
 }
 
 impl<C: Cloud> CloudNodeLifecycleController<C> {
@@ -157,24 +158,13 @@ impl<C: Cloud> CloudNodeLifecycleController<C> {
         self.metrics.monitored(started.elapsed());
     }
 
-    /// Records each node's readiness; returns the initialized nodes that are not Ready now and
-    /// were not seen NotReady in the previous pass (they turned NotReady, or this controller
-    /// just started and knows nothing older). New nodes still waiting for initialization are
-    /// left out: the node controller is looking their servers up anyway.
+    /// Records each node's readiness; returns the nodes that turned NotReady since the
+    /// previous pass (see [`turned_not_ready`]).
     fn note_readiness(&self, nodes: &[Arc<Node>]) -> Vec<Arc<Node>> {
-        // Whole-entry inserts only; a poisoned map is still consistent.
+        // Whole-value replacement only; a poisoned lock still holds a consistent map.
         let mut was_ready = self.was_ready.lock_unpoisoned();
-        let mut now_ready = HashMap::with_capacity(nodes.len());
-        let mut turned = Vec::new();
-        for node in nodes {
-            let uid = node.metadata.uid.clone().unwrap_or_else(|| node.name_any());
-            let ready = is_ready(node);
-            if !ready && !is_uninitialized(node) && was_ready.get(&uid) != Some(&false) {
-                turned.push(node.clone());
-            }
-            now_ready.insert(uid, ready);
-        }
-        *was_ready = now_ready;
+        let (turned, now) = turned_not_ready(was_ready.as_ref(), nodes);
+        *was_ready = Some(now);
         turned
     }
 

@@ -61,6 +61,14 @@ pub async fn wait_started(ccm: &ChildProcess, h: &FakeHandle, network: bool) {
 /// Waits until the fake saw no request for `quiet`; returns the time from `since` to the last
 /// request seen while waiting (or to the call, if none came).
 pub async fn wait_quiet(h: &FakeHandle, since: Instant, quiet: Duration) -> Duration {
+    // `Duration::MAX` is never reached, so the `None` arm is only there for the type.
+    wait_quiet_within(h, since, quiet, Duration::MAX).await.unwrap_or_default()
+}
+
+/// Like [`wait_quiet`], but gives up after `max`: `None` if the fake never went `quiet` for
+/// that long (a CCM that polls faster than `quiet`).
+pub async fn wait_quiet_within(h: &FakeHandle, since: Instant, quiet: Duration, max: Duration) -> Option<Duration> {
+    let start = Instant::now();
     let mut last = (h.request_counts().total, Instant::now());
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -68,7 +76,10 @@ pub async fn wait_quiet(h: &FakeHandle, since: Instant, quiet: Duration) -> Dura
         if now != last.0 {
             last = (now, Instant::now());
         } else if last.1.elapsed() >= quiet {
-            return last.1.duration_since(since);
+            return Some(last.1.duration_since(since));
+        }
+        if start.elapsed() >= max {
+            return None;
         }
     }
 }
