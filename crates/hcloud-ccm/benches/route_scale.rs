@@ -224,7 +224,9 @@ impl Bench {
         );
         endpoints[1].push((subject, counts));
 
-        // 3. Idle.
+        // 3. Idle, from when the CCM went quiet (the restored route's action is still being
+        //    confirmed when the route shows up).
+        compare::wait_quiet_within(&h, Instant::now(), Duration::from_secs(2), Duration::from_secs(60)).await;
         h.reset_requests();
         let t = Instant::now();
         tokio::time::sleep(self.idle).await;
