@@ -132,3 +132,24 @@ kubernetes_ldflags() {
   done
   echo "$flags"
 }
+
+# apt_install <log file> <package...>: install Debian packages, one installer at a time. Tests
+# run provisioning scripts in parallel (two image tests, a real-node test), and two apt-gets at
+# once fail on dpkg's lock ("Could not get lock /var/lib/dpkg/lock-frontend"). Every script
+# installs through here: our own lock serialises our installers (waiting up to 20 min), and
+# DPkg::Lock::Timeout waits for an apt-get started by anything else. A package another run
+# installed meanwhile is simply already there.
+apt_install() {
+  local logfile="$1"; shift
+  local sudo="" cache_root lock
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  cache_root="${HCLOUD_CCM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hcloud-ccm}"
+  mkdir -p "$cache_root"
+  lock="$cache_root/apt.lock"
+  (
+    exec 8>"$lock"
+    flock -w 1200 8 || { echo "timed out after 20 min waiting for $lock (another apt-get of ours)"; exit 1; }
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -q &&
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q "$@"
+  ) >"$logfile" 2>&1
+}

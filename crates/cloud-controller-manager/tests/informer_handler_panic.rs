@@ -4,7 +4,7 @@
 //! registered afterwards still reaches the load balancer) and the probes, which supervise the
 //! watches, stay green.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

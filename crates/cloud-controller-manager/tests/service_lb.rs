@@ -3,7 +3,7 @@
 //! its readiness check), against a real kube-apiserver as the CCM's RBAC-restricted user. The
 //! provider is a minimal in-memory double (load balancers only, no instances).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

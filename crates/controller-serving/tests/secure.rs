@@ -3,7 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // Test helpers outside #[test] fns.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 

@@ -3,7 +3,7 @@
 //! against the fake's token policy and Robot credentials.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! polls, and the retry rules of the official clients.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `api_endpoint` label, and the debug wire log that never shows a private key.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -3,7 +3,7 @@
 //! API answers it today (`200` with an action).
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use hcloud_api::models::{

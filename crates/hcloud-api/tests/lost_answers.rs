@@ -7,7 +7,7 @@
 //! reads, and never take a 404 page that is not the API's own error for "absent".
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -14,7 +14,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};

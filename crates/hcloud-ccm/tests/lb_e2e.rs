@@ -8,7 +8,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::lb::{
     create, delete_node, ensured, fresh_namespace, has_finalizer, ingress, lb_of, lb_ports, lb_service, node_ports,

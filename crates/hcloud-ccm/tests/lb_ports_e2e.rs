@@ -5,7 +5,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::lb::{
     annotate, fresh_namespace, ingress, lb_of, lb_service, requests_of_an_unchanged_sync, server_nodes, wait_lb,

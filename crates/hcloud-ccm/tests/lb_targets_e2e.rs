@@ -5,7 +5,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::lb::{create, delete_node, ensured, fresh_namespace, lb_service, server_nodes, target_servers, wait_lb};
 use common::{Env, REACT};

@@ -2,7 +2,7 @@
 //! and the Hetzner fake. Each replica uses its own Hetzner token, so the fake's request log
 //! tells whose request it was.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

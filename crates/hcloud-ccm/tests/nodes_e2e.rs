@@ -2,7 +2,7 @@
 //! Node initialization and node lifecycle as a kubelet with `--cloud-provider=external` and
 //! a Hetzner project would see them.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! End to end with Robot (dedicated) servers: real kube-apiserver + etcd, the fake's cloud and
 //! Robot parts, and the `hcloud-ccm` binary with `ROBOT_ENABLED=true`.
 
-mod common;
+use crate::common;
 
 use common::{Env, REACT, addresses, label, pairs, server_ipv4, tainted};
 use hcloud_fake::FakeConfig;

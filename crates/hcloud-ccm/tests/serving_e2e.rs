@@ -4,7 +4,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::{Env, REACT, free_port};
 use hcloud_fake::FakeConfig;

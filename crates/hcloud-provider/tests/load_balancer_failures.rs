@@ -3,7 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod lb_support;
+use crate::lb_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-mod lb_support;
+use crate::lb_support;
 
 use cloud_provider::LoadBalancer as _;
 use hcloud_provider::load_balancers::annotations as a;

@@ -14,7 +14,10 @@
 //!   and one without permissions; their bearer tokens are available too — and builds a fresh
 //!   [`kube::Client`] per call, because a client belongs to the tokio runtime that created it
 //!   and every `#[tokio::test]` has its own. [`ControlPlane::shared`] starts one control plane
-//!   per test binary on first use; tests isolate themselves with [`unique_name`].
+//!   per test binary on first use; tests isolate themselves with [`unique_name`]. Tests that
+//!   need a cluster to themselves (they run a CCM, which watches every Node) take a turn on
+//!   one of the binary's pool instead ([`ControlPlane::exclusive`]), so up to [`pool_size`]
+//!   of them run at once.
 //! - [`NodeBuilder`] and [`set_ready`] act like a kubelet started with
 //!   `--cloud-provider=external`: the Node gets the `uninitialized` taint, a `Ready`
 //!   condition, optionally the provided-node-ip annotation, pod CIDRs and a `Hostname`
@@ -100,6 +103,7 @@ pub mod rbac;
 pub mod real_node;
 mod secret_volume;
 mod service;
+mod turns;
 mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -117,6 +121,7 @@ pub use provision::provisioned_path;
 pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
 pub use secret_volume::SecretVolume;
 pub use service::load_balancer_service;
+pub use turns::{DEFAULT_POOL_SIZE, POOL_SIZE_VARIABLE, Turn, pool_size};
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};
 
 /// `error` and its causes (its [`source`](std::error::Error::source) chain) joined by `: `,

@@ -1,7 +1,7 @@
 //! What the manager tests share: a minimal in-memory provider with load balancers only, the
 //! flags parser and the identity.
 
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: starting the secure server on a free loopback
 //! port, HTTPS clients that trust exactly the server's CA, raw TLS handshakes.
 
-#![allow(dead_code)] // Each test binary uses a different subset.
+#![allow(clippy::expect_used, clippy::unwrap_used)] // Test helpers: a failed set-up fails the test.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;

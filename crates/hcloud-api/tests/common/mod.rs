@@ -1,6 +1,6 @@
 //! Shared helpers of the failure-mode tests: a fake on 127.0.0.1, a client for it with
 //! test-sized retry/poll policies, and an observer that records starts and ends.
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};

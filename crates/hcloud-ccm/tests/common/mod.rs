@@ -1,11 +1,11 @@
 //! Shared set-up for end-to-end tests: the real control plane of this test binary, an
 //! in-process Hetzner fake, and the `hcloud-ccm` binary as a child process.
 //!
-//! Tests in one binary run one at a time (`Env::start` takes a global lock) because every
-//! CCM watches every Node of the shared control plane; each test starts from a cluster
-//! without Nodes.
+//! Each test takes a control plane of the binary's pool for itself (`Env::start` takes a
+//! turn, `ControlPlane::exclusive`) because every CCM watches every Node of its cluster; up to
+//! the pool's size of them run at once, and each starts from a cluster without Nodes.
 
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 pub mod lb;
 
@@ -14,10 +14,7 @@ use std::time::Duration;
 use hcloud_fake::{FakeConfig, FakeServer};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, ListParams};
-use test_harness::{ChildProcess, ControlPlane, wait_until};
-use tokio::sync::{Mutex, MutexGuard};
-
-static SERIAL: Mutex<()> = Mutex::const_new(());
+use test_harness::{ChildProcess, ControlPlane, Turn, wait_until};
 
 /// A token the fake accepts (64 characters, like real tokens).
 pub const TOKEN: &str = "e2etoken00000000000000000000000000000000000000000000000000000000";
@@ -31,14 +28,15 @@ pub struct Env {
     pub client: kube::Client,
     pub nodes: Api<Node>,
     pub fake: FakeServer,
-    _serial: MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 impl Env {
-    /// Takes the serial lock, removes all Nodes, starts a fake with `config`.
+    /// Takes a turn on a control plane of the pool, removes all Nodes, starts a fake with
+    /// `config`.
     pub async fn start(config: FakeConfig) -> Env {
-        let serial = SERIAL.lock().await;
-        let cp = ControlPlane::shared().await.expect("control plane starts");
+        let turn = ControlPlane::exclusive().await.expect("control plane starts");
+        let cp = turn.control_plane();
         let client = cp.admin_client().await.expect("admin client");
         let nodes: Api<Node> = Api::all(client.clone());
         for n in nodes.list(&ListParams::default()).await.expect("list nodes").items {
@@ -51,7 +49,7 @@ impl Env {
         .await
         .expect("clean cluster");
         let fake = FakeServer::start(config).await.expect("fake starts");
-        Env { cp, client, nodes, fake, _serial: serial }
+        Env { cp, client, nodes, fake, _turn: turn }
     }
 
     /// Starts `hcloud-ccm` against the fake and the control plane (as the CCM's

@@ -10,10 +10,10 @@ use hcloud_fake::control::SeedServer;
 use kube::api::{Patch, PatchParams};
 use test_harness::NodeBuilder;
 
+use super::{Steps, differential};
 use crate::oracle::cluster::{self, Case};
 use crate::oracle::subject::{CHART_ARGS, CHART_NETWORKING_ARGS, Config};
 use crate::oracle::world::World;
-use crate::{Steps, differential};
 
 /// How many times the Service `name` was ensured (its `EnsuredLoadBalancer` events' count) plus
 /// how many warnings it got: grows with every sync, successful or not.

@@ -4,10 +4,10 @@
 
 use test_harness::wait_until;
 
+use super::{Steps, differential};
 use crate::oracle::cluster::{self, Case, FIXED_PRIVATE_IP};
 use crate::oracle::subject::{CHART_ARGS, Config};
 use crate::oracle::world::World;
-use crate::{Steps, differential};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balancers_per_annotation_family() {

@@ -13,8 +13,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
-#[path = "../oracle/mod.rs"]
-mod oracle;
+use crate::oracle;
 
 mod known;
 mod load_balancers;

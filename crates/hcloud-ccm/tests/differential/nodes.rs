@@ -8,9 +8,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::ListParams;
 use test_harness::{NodeBuilder, Ready, UNINITIALIZED_TAINT_KEY, set_ready};
 
+use super::{Steps, differential};
 use crate::oracle::subject::{CHART_ARGS, Config, Subject};
 use crate::oracle::world::World;
-use crate::{Steps, differential};
 
 const SHUTDOWN_TAINT: &str = "node.cloudprovider.kubernetes.io/shutdown";
 

@@ -5,10 +5,10 @@
 use kube::api::ListParams;
 use test_harness::wait_until;
 
+use super::{Steps, differential};
 use crate::oracle::cluster;
 use crate::oracle::subject::{CHART_ARGS, CHART_NETWORKING_ARGS, Config};
 use crate::oracle::world::World;
-use crate::{Steps, differential};
 
 /// The routes of network `k8s` in the fake.
 fn routes(world: &World) -> Vec<String> {

@@ -2,7 +2,7 @@
 //! produced: shared by the differential suite (`tests/differential`) and the migration suite
 //! (`tests/migration.rs`).
 
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)] // Shared with the benchmarks, which use other parts.
 
 pub mod clean;
 pub mod cluster;

@@ -1,6 +1,7 @@
-//! One run's world: the test binary's control plane cleaned of earlier runs' Nodes and
-//! Services, a fresh namespace, and a fresh fake. Runs of one binary take turns (every CCM
-//! watches every Node of the shared control plane).
+//! One run's world: a control plane of the test binary's pool, for this run alone and cleaned
+//! of earlier runs' Nodes and Services, a fresh namespace, and a fresh fake. Every CCM watches
+//! every Node of its cluster, so a run takes a turn (`ControlPlane::exclusive`); up to the
+//! pool's size of runs go at once.
 
 use std::time::{Duration, Instant};
 
@@ -8,13 +9,10 @@ use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use test_harness::{ChildProcess, ControlPlane, unique_name, wait_until};
-use tokio::sync::{Mutex, MutexGuard};
+use test_harness::{ChildProcess, ControlPlane, Turn, unique_name, wait_until};
 
 use super::snapshot::{self, Snapshot};
 use super::subject::{self, Config, Subject};
-
-static SERIAL: Mutex<()> = Mutex::const_new(());
 
 /// How long a CCM must send no Hetzner request before a step counts as settled. Longer than
 /// the official CCM's slowest action poll (hcloud-go backs off up to a few seconds).
@@ -25,7 +23,7 @@ pub const CONVERGE: Duration = Duration::from_secs(420);
 
 /// A run's world.
 pub struct World {
-    /// The test binary's control plane.
+    /// The control plane of this run's turn.
     pub cp: &'static ControlPlane,
     /// An admin client.
     pub client: kube::Client,
@@ -39,16 +37,17 @@ pub struct World {
     pub nodes: Api<Node>,
     /// What this run's snapshots have seen (UIDs and node ports of Services since deleted).
     seen: std::sync::Mutex<snapshot::Seen>,
-    _serial: MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 impl World {
-    /// Takes the binary's turn, removes every Node and LoadBalancer Service (finalizers
-    /// stripped: their CCM is gone) and the leader-election Leases of earlier runs, creates a
-    /// namespace, starts a fake (actions take 20 ms; no rate limit in the way).
+    /// Takes a turn on a control plane of the pool, removes every Node and LoadBalancer
+    /// Service (finalizers stripped: their CCM is gone) and the leader-election Leases of
+    /// earlier runs, creates a namespace, starts a fake (actions take 20 ms; no rate limit in
+    /// the way).
     pub async fn fresh() -> World {
-        let serial = SERIAL.lock().await;
-        let cp = ControlPlane::shared().await.expect("control plane starts");
+        let turn = ControlPlane::exclusive().await.expect("control plane starts");
+        let cp = turn.control_plane();
         let client = cp.admin_client().await.expect("admin client");
         super::clean::remove_nodes_and_load_balancer_services(&client).await;
         let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
@@ -69,7 +68,7 @@ impl World {
             .with_rate_limit(1_000_000, 1000.0);
         let fake = FakeServer::start(config).await.expect("fake starts");
         let services = Api::namespaced(client.clone(), &namespace);
-        World { cp, client, fake, namespace, services, nodes, seen: Default::default(), _serial: serial }
+        World { cp, client, fake, namespace, services, nodes, seen: Default::default(), _turn: turn }
     }
 
     /// The fake's handle.

@@ -5,7 +5,7 @@ use hcloud_fake::{FakeConfig, FakeError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::common::Fx;
+use super::common::Fx;
 
 const PEM: &str = include_str!("../fixtures/test-only-cert.pem");
 const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";

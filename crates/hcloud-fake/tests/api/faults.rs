@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::{Fx, TOKEN};
+use super::common::{Fx, TOKEN};
 
 /// Whether the error's source chain holds an I/O `ConnectionReset` (a TCP RST, not a close).
 fn is_reset(e: &reqwest::Error) -> bool {

@@ -5,7 +5,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::common::Fx;
+use super::common::Fx;
 
 fn names_and_arches(body: &Value) -> Vec<(String, String)> {
     body["images"]

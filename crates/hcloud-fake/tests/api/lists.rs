@@ -5,7 +5,7 @@ use hcloud_fake::control::{SeedCertificate, SeedLoadBalancer, SeedNetwork, SeedS
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::common::Fx;
+use super::common::Fx;
 
 fn field(body: &Value, key: &str, field: &str) -> Vec<String> {
     body[key].as_array().unwrap().iter().map(|o| o[field].to_string().trim_matches('"').to_owned()).collect()

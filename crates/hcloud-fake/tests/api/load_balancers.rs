@@ -5,7 +5,7 @@ use hcloud_fake::control::{ActionFailure, SeedLoadBalancer, SeedNetwork, SeedSer
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::common::Fx;
+use super::common::Fx;
 
 fn tcp(port: u16) -> serde_json::Value {
     json!({"protocol": "tcp", "listen_port": port, "destination_port": 30000 + port})

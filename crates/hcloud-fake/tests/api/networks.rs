@@ -2,7 +2,7 @@ use hcloud_fake::control::{SeedNetwork, SeedServer};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::common::Fx;
+use super::common::Fx;
 
 #[tokio::test]
 async fn create_list_delete() {

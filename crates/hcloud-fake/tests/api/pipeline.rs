@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::Fx;
+use super::common::Fx;
 
 #[tokio::test]
 async fn authentication() {

@@ -4,7 +4,7 @@ use hcloud_fake::FaultRule;
 use hcloud_fake::robot::SeedRobotServer;
 use serde_json::{Value, json};
 
-use crate::common::Fx;
+use super::common::Fx;
 
 async fn robot_get(fx: &Fx, path: &str, auth: Option<(&str, &str)>) -> (u16, Value) {
     let url = format!("{}{path}", fx.fake.robot_url());

@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::Fx;
+use super::common::Fx;
 
 fn network(fx: &Fx) -> u64 {
     fx.h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/24", "eu-central")).unwrap()

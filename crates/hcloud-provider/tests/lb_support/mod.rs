@@ -1,6 +1,6 @@
 //! Shared set-up of the Load Balancer tests against the Hetzner fake.
 
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
