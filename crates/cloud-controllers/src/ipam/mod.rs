@@ -9,6 +9,7 @@
 //!   gone ─────────────► release its ranges
 //!   holds ranges ─────► record them; Warning for entries outside the cluster CIDRs; with the
 //!                       cloud allocator: Warning if its IPv6 range left the instance's prefix
+//!                       (a failed lookup of that check: Warning + backoff)
 //!   needs ranges ─────► cloud allocator: provider.instance_metadata (node_prefixes) first
 //!                       ─► Allocations::assign (pure) ─► pod_cidrs_patch ─► Node
 //!                       write failed: ranges released; exhausted / no prefix: Warning + backoff
@@ -27,6 +28,8 @@
 
 pub mod allocator;
 pub mod cidr_set;
+#[cfg(test)]
+mod controller_fault_tests;
 #[cfg(test)]
 mod controller_tests;
 
@@ -97,12 +100,23 @@ pub enum IpamError {
         #[source]
         source: kube::Error,
     },
+    /// The cloud allocator's check of a node's IPv6 range could not look the instance up.
+    #[error("could not check that pod CIDR {range} of node {node} is inside its instance's IPv6 prefix: {source}")]
+    PrefixCheck {
+        /// The node.
+        node: String,
+        /// Its IPv6 pod range.
+        range: IpNet,
+        /// The provider's failure.
+        #[source]
+        source: MetadataError,
+    },
 }
 
 impl ReconcileError for IpamError {
     fn event_reason(&self) -> Option<&str> {
         Some(match self {
-            IpamError::Metadata { source, .. } => source.reason(),
+            IpamError::Metadata { source, .. } | IpamError::PrefixCheck { source, .. } => source.reason(),
             IpamError::Assign { source: AssignError::Exhausted { .. }, .. } => CIDR_NOT_AVAILABLE,
             IpamError::Assign { source: AssignError::NoIpv6Prefix { .. }, .. } => NO_IPV6_PREFIX,
             IpamError::Write { .. } => CIDR_ASSIGNMENT_FAILED,
@@ -110,7 +124,7 @@ impl ReconcileError for IpamError {
     }
 
     fn is_transient(&self) -> bool {
-        matches!(self, IpamError::Metadata { source, .. } if source.is_transient())
+        matches!(self, IpamError::Metadata { source, .. } | IpamError::PrefixCheck { source, .. } if source.is_transient())
     }
 }
 
@@ -316,18 +330,16 @@ impl<C: Cloud> IpamReconciler<C> {
     }
 
     /// Cloud allocator: the node's IPv6 range must still lie in its instance's prefix (the
-    /// prefix can change with the instance's addresses; `spec.podCIDRs` cannot).
+    /// prefix can change with the instance's addresses; `spec.podCIDRs` cannot). A failed
+    /// lookup is an error: retried with backoff, with a Warning on the first failure and each
+    /// doubling.
     async fn check_prefix(&self, node: &Node, range: IpNet) -> Result<Reconciled, IpamError> {
         let name = node.metadata.name.clone().unwrap_or_default();
-        let prefixes = match self.prefixes(node).await {
-            Ok(Some(p)) => p,
+        let metadata = get_instance_metadata(&*self.cloud, node).await;
+        let prefixes = match metadata {
+            Ok(Some(m)) => m.node_prefixes,
             Ok(None) => return Ok(Reconciled::ANSWERED),
-            // A lookup failure here changes nothing; the node-lifecycle controller handles
-            // instances that are gone.
-            Err(e) => {
-                debug!(node = %name, error = %e, "pod CIDR check skipped");
-                return Ok(Reconciled::DONE);
-            }
+            Err(source) => return Err(IpamError::PrefixCheck { node: name, range, source }),
         };
         if let Some(note) = allocator::check_in_prefixes(&name, range, &prefixes) {
             warn!(node = %name, "{note}");
