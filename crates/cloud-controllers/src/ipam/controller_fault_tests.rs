@@ -1,5 +1,5 @@
-//! The node IPAM controller against a real kube-apiserver when things go wrong: a failed
-//! lookup of the prefix check.
+//! The node IPAM controller against a real kube-apiserver when things go wrong: ranges that
+//! overlap, a failed lookup of the prefix check.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cloud_provider::{CloudError, InstanceMetadata};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams};
-use test_harness::{ControlPlane, unique_name, wait_for_event};
+use test_harness::{ControlPlane, unique_name, wait_for_event, wait_until};
 
-use super::controller_tests::{WAIT, net, register, start};
+use super::controller_tests::{WAIT, net, pod_cidrs_of, register, start};
 use super::*;
+use crate::ipam::allocator::node_pod_cidrs;
 use crate::testing::{Fake, FakeCloud};
 
 /// A cloud whose instance metadata `answer` gives, by node name.
@@ -26,6 +27,48 @@ fn cloud_with(answer: impl Fn(&str) -> Result<Vec<IpNet>, CloudError> + Send + S
         })),
         ..Fake::default()
     })
+}
+
+/// Ranges set elsewhere that overlap (two Nodes, one with a range of an older, shorter mask)
+/// or lie over the service range get a Warning naming the other Node or the service range;
+/// when one of two Nodes sharing a range is gone, the range stays taken.
+#[tokio::test]
+async fn overlapping_ranges_are_reported_and_stay_taken() {
+    let cp = ControlPlane::shared().await.expect("control plane");
+    let client = cp.admin_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let group = unique_name("ipam-overlap");
+    let [x, y, s, w, v] = ["x", "y", "s", "w", "v"].map(|n| unique_name(&format!("ipam-overlap-{n}")));
+    register(&client, &x, &group, &["10.92.0.0/24"]).await;
+    register(&client, &y, &group, &["10.92.0.0/23"]).await;
+    register(&client, &s, &group, &["10.92.3.0/24"]).await;
+    // Four /24 ranges; the last is the service range.
+    let config = NodeIpamConfig {
+        cluster_ranges: vec![ClusterRange { cidr: net("10.92.0.0/22"), node_mask: 24 }],
+        node_prefix_ipv6_mask: None,
+        service_cidrs: vec![net("10.92.3.0/24")],
+        workers: 1,
+    };
+    let running = start(&client, &group, cloud_with(|_| Ok(vec![])), &config).await;
+    let event = wait_for_event(&client, "Node", &x, "PodCIDROverlap", WAIT).await.expect("warning on x");
+    assert!(event.message.contains(&y) && event.message.contains("10.92.0.0/23"), "{event:?}");
+    let event = wait_for_event(&client, "Node", &y, "PodCIDROverlap", WAIT).await.expect("warning on y");
+    assert!(event.message.contains(&x) && event.message.contains("10.92.0.0/24"), "{event:?}");
+    let event = wait_for_event(&client, "Node", &s, "PodCIDROverlap", WAIT).await.expect("warning on s");
+    assert!(event.message.contains("service range 10.92.3.0/24"), "{event:?}");
+    // x is gone; y still holds 10.92.0.0/23, so the next node gets the one free range.
+    nodes.delete(&x, &DeleteParams::default()).await.expect("delete x");
+    wait_until(WAIT, "x is gone", async || nodes.get_opt(&x).await.is_ok_and(|n| n.is_none())).await.expect("gone");
+    register(&client, &w, &group, &[]).await;
+    assert_eq!(pod_cidrs_of(&nodes, &w).await, ["10.92.2.0/24"]);
+    register(&client, &v, &group, &[]).await;
+    let event = wait_for_event(&client, "Node", &v, CIDR_NOT_AVAILABLE, WAIT).await.expect("nothing left");
+    assert!(event.message.contains("10.92.0.0/22"), "{event:?}");
+    assert!(node_pod_cidrs(&nodes.get(&v).await.expect("v")).is_empty());
+    running.stop().await;
+    for n in [&x, &y, &s, &w, &v] {
+        let _ = nodes.delete(n, &DeleteParams::default()).await;
+    }
 }
 
 /// The prefix check's lookup fails twice (the cloud API does not answer): it is retried with

@@ -6,13 +6,16 @@
 //!  Node informer ── add/update/delete ──► WorkQueue ──► Workers ──► reconcile(node)
 //!   on start, once synced: Allocations rebuilt from every Node's spec.podCIDRs (restart-safe)
 //!
-//!   gone ─────────────► release its ranges
-//!   holds ranges ─────► record them; Warning for entries outside the cluster CIDRs; with the
+//!   gone ─────────────► release its ranges (what another node or the service range still
+//!                       covers stays taken)
+//!   holds ranges ─────► record them; Warning for entries outside the cluster CIDRs and for
+//!                       ranges overlapping another node's or the service range; with the
 //!                       cloud allocator: Warning if its IPv6 range left the instance's prefix
 //!                       (a failed lookup of that check: Warning + backoff)
 //!   needs ranges ─────► cloud allocator: provider.instance_metadata (node_prefixes) first
 //!                       ─► Allocations::assign (pure) ─► pod_cidrs_patch ─► Node
-//!                       write failed: ranges released; exhausted / no prefix: Warning + backoff
+//!                       write failed: ranges released; exhausted / no prefix / prefix's range
+//!                       held by another node: Warning + backoff
 //! ```
 //!
 //! The cloud allocator asks the provider for the instance's own prefixes
@@ -24,7 +27,10 @@
 //! Apart from upstream: a Node that is being deleted keeps its ranges until it is gone (two
 //! live Nodes never share one); a node without pod CIDRs is retried with backoff when its
 //! cluster CIDR is exhausted, with a `CIDRNotAvailable` Warning on the first failure and each
-//! doubling, and at once when a deleted node frees a range.
+//! doubling, and at once when a deleted node frees a range; the cloud allocator's IPv6 ranges
+//! are recorded like the cluster ranges, and one another node holds is never written again;
+//! overlapping ranges are reported, and releasing one never frees what another node still
+//! holds.
 
 pub mod allocator;
 pub mod cidr_set;
@@ -32,6 +38,7 @@ pub mod cidr_set;
 mod controller_fault_tests;
 #[cfg(test)]
 mod controller_tests;
+mod holders;
 
 use std::sync::{Arc, Mutex};
 
@@ -49,7 +56,9 @@ use sync_lock::Unpoison as _;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-pub use allocator::{Allocations, AssignError, ClusterRange, NodeIpamConfig, Observed, pod_cidrs_patch};
+pub use allocator::{
+    Allocations, AssignError, ClusterRange, NodeIpamConfig, Observed, Overlap, OverlapWith, pod_cidrs_patch,
+};
 pub use cidr_set::{CidrSet, CidrSetError};
 
 use crate::node::metadata::{MetadataError, get_instance_metadata};
@@ -67,6 +76,10 @@ pub const POD_CIDR_NOT_MANAGED: &str = "PodCIDRNotManaged";
 pub const NO_IPV6_PREFIX: &str = "NodeIPv6PrefixMissing";
 /// A node's IPv6 range is no longer inside its instance's prefix.
 pub const PREFIX_CHANGED: &str = "PodCIDRNotInNodePrefix";
+/// The IPv6 range of a node's instance prefix is another node's pod CIDR.
+pub const IPV6_PREFIX_IN_USE: &str = "NodeIPv6PrefixInUse";
+/// A node's pod CIDR overlaps another node's or the service range.
+pub const POD_CIDR_OVERLAP: &str = "PodCIDROverlap";
 
 /// Why a node's reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +132,7 @@ impl ReconcileError for IpamError {
             IpamError::Metadata { source, .. } | IpamError::PrefixCheck { source, .. } => source.reason(),
             IpamError::Assign { source: AssignError::Exhausted { .. }, .. } => CIDR_NOT_AVAILABLE,
             IpamError::Assign { source: AssignError::NoIpv6Prefix { .. }, .. } => NO_IPV6_PREFIX,
+            IpamError::Assign { source: AssignError::Ipv6RangeInUse { .. }, .. } => IPV6_PREFIX_IN_USE,
             IpamError::Write { .. } => CIDR_ASSIGNMENT_FAILED,
         })
     }
@@ -253,7 +267,7 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
         let observed = self.allocations.lock_unpoisoned().observe(&node);
         match observed {
             Observed::Assigned => Ok(Reconciled::DONE),
-            Observed::Holds { ipv6_from_prefix, foreign } => {
+            Observed::Holds { ipv6_from_prefix, foreign, overlaps } => {
                 let regarding = object_ref(node.as_ref());
                 for f in foreign {
                     let note = format!(
@@ -261,6 +275,9 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
                         f.cidr, key.name, f.why
                     );
                     self.events.warning(&regarding, POD_CIDR_NOT_MANAGED, note).await;
+                }
+                for o in overlaps {
+                    self.events.warning(&regarding, POD_CIDR_OVERLAP, o.message(&key.name)).await;
                 }
                 match ipv6_from_prefix {
                     Some(range) if self.cloud_ipv6 => self.check_prefix(&node, range).await,
