@@ -159,8 +159,11 @@ impl Overlap {
 pub enum Observed {
     /// The node needs ranges.
     NeedsRanges,
-    /// Ranges were assigned to this node; the write is on its way into the cache.
+    /// Ranges were assigned to this node and written; the write is on its way into the cache.
     Assigned,
+    /// Ranges were assigned to this node, and whether the API server stored their write is
+    /// not known (the answer was lost): the same write is to be sent again.
+    Pending(Vec<IpNet>),
     /// The node holds its ranges (now recorded).
     Holds {
         /// Its IPv6 range, to be checked against the instance's prefix (cloud allocator).
@@ -177,6 +180,9 @@ pub enum Observed {
 struct Held {
     uid: String,
     cidrs: Vec<IpNet>,
+    /// Seen on the node or written with a success; `false`: assigned, the write's outcome
+    /// is not known yet.
+    written: bool,
 }
 
 /// The ranges taken in every cluster CIDR and which node holds which.
@@ -285,7 +291,11 @@ impl Allocations {
         }
         let written = node_pod_cidrs(node);
         if written.is_empty() {
-            return if self.held.contains_key(node_name) { Observed::Assigned } else { Observed::NeedsRanges };
+            return match self.held.get(node_name) {
+                None => Observed::NeedsRanges,
+                Some(h) if h.written => Observed::Assigned,
+                Some(h) => Observed::Pending(h.cidrs.clone()),
+            };
         }
         let mut cidrs = Vec::new();
         let mut foreign = Vec::new();
@@ -325,7 +335,8 @@ impl Allocations {
             }
         }
         // Ranges recorded earlier that the node no longer lists (it never can, podCIDRs are
-        // immutable, but a cache can be behind) are released.
+        // immutable, but a cache can be behind, or a write whose outcome was unknown lost to
+        // another writer's) are released.
         let stale: Vec<IpNet> = self
             .held
             .get(node_name)
@@ -337,14 +348,15 @@ impl Allocations {
         for cidr in &cidrs {
             self.take(node_name, *cidr);
         }
-        self.held.insert(node_name.to_owned(), Held { uid: node_uid.to_owned(), cidrs });
+        self.held.insert(node_name.to_owned(), Held { uid: node_uid.to_owned(), cidrs, written: true });
         Observed::Holds { ipv6_from_prefix, foreign, overlaps }
     }
 
     /// Takes the node's ranges: one from each cluster CIDR (in flag order), then, with the
     /// cloud allocator, its IPv6 range from `prefixes` (the instance's own), unless another
     /// node holds it. Nothing is taken if any part fails. The ranges are the node's until
-    /// [`Allocations::unassign`] or [`Allocations::forget`].
+    /// [`Allocations::unassign`] or [`Allocations::forget`]; their write is pending until
+    /// [`Allocations::written`].
     pub fn assign(&mut self, node: &Node, prefixes: &[IpNet]) -> Result<Vec<IpNet>, AssignError> {
         let node_name = name(node);
         // Whatever was recorded for the node before (nothing, when it needs ranges) is let go.
@@ -386,11 +398,20 @@ impl Allocations {
         for cidr in &taken {
             self.take(node_name, *cidr);
         }
-        self.held.insert(node_name.to_owned(), Held { uid: uid(node).to_owned(), cidrs: taken.clone() });
+        self.held
+            .insert(node_name.to_owned(), Held { uid: uid(node).to_owned(), cidrs: taken.clone(), written: false });
         Ok(taken)
     }
 
-    /// The write of an assignment failed: the node's ranges are free again.
+    /// The write of the node's assignment succeeded.
+    pub fn written(&mut self, node: &str) {
+        if let Some(h) = self.held.get_mut(node) {
+            h.written = true;
+        }
+    }
+
+    /// The write of an assignment was refused (the API server stored nothing): the node's
+    /// ranges are free again.
     pub fn unassign(&mut self, node: &str) {
         self.release_held(node);
     }

@@ -70,7 +70,10 @@ fn dual_stack_cloud_ranges_are_ipv4_first() {
     let written = apply_merge_patch_to(&n, &patch).expect("applies");
     assert_eq!(node_pod_cidrs(&written), ["10.244.0.0/24", "2a01:4f9:c012:fa81:1::/80"]);
     assert_eq!(written.spec.as_ref().and_then(|s| s.pod_cidr.as_deref()), Some("10.244.0.0/24"));
-    // Until the write reaches the cache the node is not assigned twice.
+    // Until the write is answered the same write is to be sent again; once written, until it
+    // reaches the cache, the node is not assigned twice.
+    assert_eq!(a.observe(&n), Observed::Pending(cidrs.clone()));
+    a.written("n1");
     assert_eq!(a.observe(&n), Observed::Assigned);
     assert_eq!(
         a.observe(&written),
@@ -84,6 +87,7 @@ fn ipv6_only_cloud_ranges_need_no_cluster_cidr() {
     let mut a = Allocations::new(&config(vec![], Some(80))).unwrap();
     let n = node("n1", "u1", &[]);
     assert_eq!(a.assign(&n, &[net(SERVER_NET)]).unwrap(), vec![net("2a01:4f9:c012:fa81:1::/80")]);
+    a.written("n1");
     assert_eq!(a.observe(&n), Observed::Assigned);
 }
 
@@ -291,4 +295,30 @@ fn overlapping_ranges_are_reported() {
     assert!(msg.contains("delete one of the Nodes"), "{msg}");
     let msg = service.message("s");
     assert!(msg.contains("of node s overlaps the service range 10.0.3.0/24 (--service-cluster-ip-range)"), "{msg}");
+}
+
+/// A write whose outcome is unknown keeps the node's ranges: the node is pending (the same
+/// write is sent again) until the write succeeds or is refused.
+#[test]
+fn a_pending_write_keeps_its_ranges() {
+    let mut a = Allocations::new(&config(vec![range("10.0.0.0/24", 24)], Some(80))).unwrap();
+    let n = node("n", "1", &[]);
+    let cidrs = a.assign(&n, &[net(SERVER_NET)]).unwrap();
+    assert_eq!(a.observe(&n), Observed::Pending(cidrs.clone()));
+    assert!(matches!(a.assign(&node("m", "2", &[]), &[net("2001:db8::/64")]), Err(AssignError::Exhausted { .. })));
+    a.written("n");
+    assert_eq!(a.observe(&n), Observed::Assigned);
+    // Refused: free again, IPv6 range included.
+    a.unassign("n");
+    assert_eq!(a.observe(&n), Observed::NeedsRanges);
+    assert_eq!(a.sets()[0].taken_count(), 0);
+    let other = a.assign(&node("o", "3", &[]), &[net(SERVER_NET)]).unwrap();
+    assert_eq!(other, cidrs);
+    // Someone else wrote other pod CIDRs for a pending node: ours are released.
+    let p = node("p", "4", &[]);
+    a.unassign("o");
+    a.assign(&p, &[net(SERVER_NET)]).unwrap();
+    let seen = a.observe(&node("p", "4", &["10.9.9.0/24"]));
+    assert!(matches!(seen, Observed::Holds { .. }), "{seen:?}");
+    assert_eq!(a.sets()[0].taken_count(), 0, "10.0.0.0/24 is free again");
 }

@@ -14,8 +14,12 @@
 //!                       (a failed lookup of that check: Warning + backoff)
 //!   needs ranges ─────► cloud allocator: provider.instance_metadata (node_prefixes) first
 //!                       ─► Allocations::assign (pure) ─► pod_cidrs_patch ─► Node
-//!                       write failed: ranges released; exhausted / no prefix / prefix's range
-//!                       held by another node: Warning + backoff
+//!                       exhausted / no prefix / prefix's range held by another node:
+//!                       Warning + backoff
+//!   write pending ────► the same patch again (its earlier answer was lost)
+//!
+//!   a write is sent up to 3 times while its outcome is unknown (upstream); the ranges are
+//!   released only if the API server's answer says nothing was stored (write.rs)
 //! ```
 //!
 //! The cloud allocator asks the provider for the instance's own prefixes
@@ -27,10 +31,10 @@
 //! Apart from upstream: a Node that is being deleted keeps its ranges until it is gone (two
 //! live Nodes never share one); a node without pod CIDRs is retried with backoff when its
 //! cluster CIDR is exhausted, with a `CIDRNotAvailable` Warning on the first failure and each
-//! doubling, and at once when a deleted node frees a range; the cloud allocator's IPv6 ranges
-//! are recorded like the cluster ranges, and one another node holds is never written again;
-//! overlapping ranges are reported, and releasing one never frees what another node still
-//! holds.
+//! doubling, and at once when a deleted node frees a range; a write whose outcome is unknown
+//! keeps its ranges and is sent again (upstream keeps them on a server timeout only, and
+//! leaks them until a restart); overlapping ranges are reported, and releasing one never
+//! frees what another node still holds.
 
 pub mod allocator;
 pub mod cidr_set;
@@ -39,11 +43,11 @@ mod controller_fault_tests;
 #[cfg(test)]
 mod controller_tests;
 mod holders;
+pub mod write;
 
 use std::sync::{Arc, Mutex};
 
 use cloud_provider::Cloud;
-use controller_runtime::writes::is_not_found;
 use controller_runtime::{
     Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
     WorkQueue, WorkerConfig, Workers, key_of, object_ref,
@@ -102,14 +106,18 @@ pub enum IpamError {
         #[source]
         source: AssignError,
     },
-    /// Writing the ranges failed (they were released).
-    #[error("failed to write pod CIDRs {cidrs} to node {node}: {source}")]
+    /// Writing the ranges failed.
+    #[error("failed to write pod CIDRs {cidrs} to node {node} (attempts: {attempts}): {source}; {}", kept_note(*.kept))]
     Write {
         /// The node.
         node: String,
         /// The ranges that were to be written.
         cidrs: String,
-        /// The API server's (or the connection's) error.
+        /// Attempts made.
+        attempts: usize,
+        /// The ranges are kept for the node (the write's outcome is unknown).
+        kept: bool,
+        /// The last attempt's error (the API server's, or the connection's).
         #[source]
         source: kube::Error,
     },
@@ -124,6 +132,14 @@ pub enum IpamError {
         #[source]
         source: MetadataError,
     },
+}
+
+fn kept_note(kept: bool) -> &'static str {
+    if kept {
+        "the API server may have stored it, so the ranges stay the node's and the same write is sent again"
+    } else {
+        "nothing was stored, the ranges were released"
+    }
 }
 
 impl ReconcileError for IpamError {
@@ -265,6 +281,7 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
             return Ok(Reconciled::DONE);
         };
         let observed = self.allocations.lock_unpoisoned().observe(&node);
+        let deleting = node.metadata.deletion_timestamp.is_some();
         match observed {
             Observed::Assigned => Ok(Reconciled::DONE),
             Observed::Holds { ipv6_from_prefix, foreign, overlaps } => {
@@ -284,8 +301,12 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
                     _ => Ok(Reconciled::DONE),
                 }
             }
-            Observed::NeedsRanges if node.metadata.deletion_timestamp.is_some() => Ok(Reconciled::DONE),
+            Observed::NeedsRanges | Observed::Pending(_) if deleting => Ok(Reconciled::DONE),
             Observed::NeedsRanges => self.assign(&node).await,
+            Observed::Pending(cidrs) => {
+                info!(node = %key.name, "the answer to the last pod CIDR write was lost: sending the same write again");
+                self.write(&key.name, &cidrs, false).await
+            }
         }
     }
 
@@ -324,24 +345,51 @@ impl<C: Cloud> IpamReconciler<C> {
             .lock_unpoisoned()
             .assign(node, &prefixes)
             .map_err(|source| IpamError::Assign { node: name.clone(), source })?;
+        self.write(&name, &cidrs, answered).await
+    }
+
+    /// Writes the node's assigned ranges (upstream `updateCIDRsAllocation`): up to
+    /// [`write::WRITE_ATTEMPTS`] attempts while the outcome is unknown; the ranges are
+    /// released only if the API server's answer says nothing was stored.
+    async fn write(&self, name: &str, cidrs: &[IpNet], answered: bool) -> Result<Reconciled, IpamError> {
         let shown = cidrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
-        match self.api.patch(&name, &self.params, &Patch::Merge(pod_cidrs_patch(&cidrs))).await {
-            Ok(_) => {
-                info!(node = %name, pod_cidrs = %shown, "pod CIDRs assigned");
-                Ok(Reconciled { remote_answered: answered, requeue_after: None })
+        let patch = Patch::Merge(pod_cidrs_patch(cidrs));
+        let mut failures = Vec::with_capacity(write::WRITE_ATTEMPTS);
+        let mut last = None;
+        while failures.len() < write::WRITE_ATTEMPTS {
+            match self.api.patch(name, &self.params, &patch).await {
+                Ok(_) => {
+                    self.allocations.lock_unpoisoned().written(name);
+                    info!(node = %name, pod_cidrs = %shown, "pod CIDRs assigned");
+                    return Ok(Reconciled { remote_answered: answered, requeue_after: None });
+                }
+                Err(e) => {
+                    let failure = write::classify(&e);
+                    failures.push(failure);
+                    debug!(node = %name, attempt = failures.len(), error = %e, ?failure, "pod CIDR write failed");
+                    last = Some(e);
+                    if !write::retry(failure) {
+                        break;
+                    }
+                }
             }
-            Err(e) => {
-                self.allocations.lock_unpoisoned().unassign(&name);
-                if is_not_found(&e) {
-                    return Ok(Reconciled::DONE);
-                }
-                // Someone else set the node's pod CIDRs meanwhile: the API server refuses
-                // any change, and the next event of the node records what it holds.
-                if matches!(&e, kube::Error::Api(s) if s.code == 422) {
-                    warn!(node = %name, error = %e, "pod CIDRs not written: the node got pod CIDRs from elsewhere");
-                    return Ok(Reconciled::DONE);
-                }
-                Err(IpamError::Write { node: name, cidrs: shown, source: e })
+        }
+        let kept = !write::release(&failures);
+        if !kept {
+            self.allocations.lock_unpoisoned().unassign(name);
+        }
+        // WRITE_ATTEMPTS > 0, so the loop ran and failed at least once.
+        let Some(e) = last else { return Ok(Reconciled::DONE) };
+        match failures.last() {
+            Some(write::WriteFailure::NodeGone) => Ok(Reconciled::DONE),
+            // Someone else set the node's pod CIDRs meanwhile: the API server refuses any
+            // change, and the next event of the node records what it holds.
+            Some(write::WriteFailure::OtherCidrs) => {
+                warn!(node = %name, error = %e, "pod CIDRs not written: the node got pod CIDRs from elsewhere");
+                Ok(Reconciled::DONE)
+            }
+            _ => {
+                Err(IpamError::Write { node: name.to_owned(), cidrs: shown, attempts: failures.len(), kept, source: e })
             }
         }
     }
