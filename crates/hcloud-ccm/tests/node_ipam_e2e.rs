@@ -2,7 +2,8 @@
 //! real kube-apiserver + etcd, the Hetzner fake, and the `hcloud-ccm` binary with the flags a
 //! user writes. Nodes get `[IPv4 from --cluster-cidr, IPv6 from their server's /64]`; only the
 //! IPv4 ranges are routed; a restart hands out nothing twice; a replaced server's Node comes
-//! back with a range from the new server's /64.
+//! back with a range from the new server's /64; a /64 that moved to another server is not
+//! handed out to a second Node.
 
 #![allow(clippy::expect_used, clippy::panic, clippy::unwrap_used)]
 
@@ -13,6 +14,7 @@ use std::net::Ipv6Addr;
 
 use common::{Env, REACT, metrics_address, pairs};
 use hcloud_fake::control::{PublicIpv6Change, SeedNetwork, SeedServer};
+use hcloud_fake::wire::ServerStatus;
 use hcloud_fake::{FakeConfig, FakeHandle};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::DeleteParams;
@@ -158,7 +160,11 @@ async fn dual_stack_nodes_get_ipv4_from_the_cluster_cidr_and_ipv6_from_their_ser
     assert!(e.message.contains(&format!("pod CIDR {} of node node-c is not inside", got_c[1])), "{e:?}");
     let e = wait_for_event(&env.client, "Node", "node-no-v6", "NodeIPv6PrefixMissing", REACT).await.expect("again");
     assert!(e.message.contains("node-no-v6"), "{e:?}");
-    h.seed_server(&SeedServer::new("node-d").network_ip(net, "10.0.0.7")).expect("d");
+    // A /64 of its own: the fake would hand out node-c's former one, whose range node-c still
+    // holds (NodeIPv6PrefixInUse, see a_moved_primary_ipv6_is_not_handed_out_twice).
+    let mut d = SeedServer::new("node-d").network_ip(net, "10.0.0.7");
+    d.public_ipv6 = Some("2001:db8:d00d::/64".to_owned());
+    h.seed_server(&d).expect("d");
     NodeBuilder::new("node-d").register(&env.client).await.expect("node");
     wait_for_event(&env.client, "Node", "node-d", "CIDRNotAvailable", REACT).await.expect("nothing handed out twice");
     assert!(pod_cidrs(&env.nodes.get("node-d").await.expect("d")).is_empty());
@@ -170,6 +176,50 @@ async fn dual_stack_nodes_get_ipv4_from_the_cluster_cidr_and_ipv6_from_their_ser
     }
     eprintln!("routes: {:?}", routes(&h, net));
     eprintln!("server reads before the restart: {reads_before_restart:?}; in all: {:?}", server_reads(&h));
+}
+
+/// A powered-off server's Primary IPv6 goes to a new server: the new server's Node would get
+/// the same IPv6 range as the first server's Node. It gets no range, with a Warning naming both
+/// Nodes, until the first Node is gone; then it gets that range.
+#[tokio::test]
+async fn a_moved_primary_ipv6_is_not_handed_out_twice() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let a = h.seed_server(&SeedServer::new("node-a")).expect("a");
+    // A short server cache, so node-b's new server is found at once.
+    let ccm = env.ccm(&[("HCLOUD_SERVER_CACHE_MAX_AGE", "1s")], &DUAL_STACK).await;
+    NodeBuilder::new("node-a").register(&env.client).await.expect("node");
+    let got_a = assigned(&env, "node-a").await;
+    assert_eq!(got_a[1], expected_v6(&h, a));
+    let a_net = h.server(a).expect("a").public_net.ipv6.expect("ipv6").ip;
+    h.set_server_status(a, ServerStatus::Off).expect("off");
+    h.change_server_ipv6(a, PublicIpv6Change::Remove).expect("Primary IPv6 unassigned");
+    let mut moved = SeedServer::new("node-b");
+    moved.public_ipv6 = Some(a_net.clone());
+    let b = h.seed_server(&moved).expect("b");
+    assert_eq!(expected_v6(&h, b), got_a[1], "node-b's server has node-a's former /64");
+
+    NodeBuilder::new("node-b").register(&env.client).await.expect("node");
+    let decided = wait_until(REACT, "node-b gets pod CIDRs or a Warning", async || {
+        let has = env.nodes.get("node-b").await.is_ok_and(|n| !pod_cidrs(&n).is_empty());
+        has || events_for(&env.client, "Node", "node-b")
+            .await
+            .is_ok_and(|e| e.iter().any(|e| e.reason == "NodeIPv6PrefixInUse"))
+    })
+    .await;
+    decided.unwrap_or_else(|e| panic!("{e}\n{}", ccm.logs()));
+    let got_b = pod_cidrs(&env.nodes.get("node-b").await.expect("node-b"));
+    assert!(got_b.is_empty(), "node-b got {got_b:?} while node-a holds {got_a:?}");
+    let e = wait_for_event(&env.client, "Node", "node-b", "NodeIPv6PrefixInUse", REACT).await.expect("warning");
+    let range = format!("IPv6 range {} from the prefix of node node-b's instance is held by node node-a", got_a[1]);
+    assert!(e.message.contains(&range) && e.message.contains("delete Node node-a"), "{e:?}");
+
+    // node-a is gone: node-b gets the range.
+    env.nodes.delete("node-a", &DeleteParams::default()).await.expect("delete");
+    let got_b = assigned(&env, "node-b").await;
+    assert_eq!(got_b[1], got_a[1], "{got_b:?}");
+    assert!(got_b[0].starts_with("10.244."), "{got_b:?}");
+    assert!(ccm.is_running(), "{}", ccm.logs());
 }
 
 /// IPv6-only: no `--cluster-cidr`, each Node gets its server's range alone, and there is no

@@ -37,6 +37,12 @@ pub enum ProxyMode {
     /// the kernel buffers fill up), new connections are accepted but never connected to the
     /// target. Like a network partition; [`TcpProxy::restore`] delivers the held bytes.
     Blackhole,
+    /// What clients send reaches the target, but the first bytes the target sends back close
+    /// the connection instead of reaching the client: a request goes out, the target acts on
+    /// it, and the client sees the connection end without an answer (an answer lost after
+    /// the server stored a write). A TLS client's new connections end in the handshake, so
+    /// nothing more is sent until [`TcpProxy::restore`].
+    LoseAnswers,
 }
 
 /// A TCP proxy on `127.0.0.1:<free port>` forwarding to one target.
@@ -74,7 +80,7 @@ impl Shared {
         while *mode == ProxyMode::Blackhole && !self.closing.load(Ordering::SeqCst) {
             mode = sync_lock::wait_unpoisoned(&self.mode_changed, mode);
         }
-        *mode == ProxyMode::Forward && !self.closing.load(Ordering::SeqCst)
+        matches!(*mode, ProxyMode::Forward | ProxyMode::LoseAnswers) && !self.closing.load(Ordering::SeqCst)
     }
 
     fn set_mode(&self, mode: ProxyMode) {
@@ -162,6 +168,13 @@ impl TcpProxy {
     pub fn blackhole(&self) {
         tracing::info!(proxy = %self.addr, target = %self.target, "proxy: blackholing all traffic");
         self.shared.set_mode(ProxyMode::Blackhole);
+    }
+
+    /// Forwards what clients send, and closes each connection when the target answers, until
+    /// [`Self::restore`] (see [`ProxyMode::LoseAnswers`]).
+    pub fn lose_answers(&self) {
+        tracing::info!(proxy = %self.addr, target = %self.target, "proxy: losing the target's answers");
+        self.shared.set_mode(ProxyMode::LoseAnswers);
     }
 
     /// Forwards again (stalled connections resume with the bytes they held).
@@ -256,9 +269,9 @@ fn connection(id: u64, client: TcpStream, target: SocketAddr, shared: &Arc<Share
         let shared = shared.clone();
         std::thread::Builder::new()
             .name(format!("proxy-conn-{id}-back"))
-            .spawn(move || pump(upstream_reader, client, &shared))
+            .spawn(move || pump(upstream_reader, client, &shared, true))
     };
-    pump(client_reader, upstream, shared);
+    pump(client_reader, upstream, shared, false);
     // Either direction ending ends the connection (no half-close; HTTP clients do not need it).
     shared.forget(id);
     if let Ok(back) = back {
@@ -266,14 +279,16 @@ fn connection(id: u64, client: TcpStream, target: SocketAddr, shared: &Arc<Share
     }
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
+/// Copies `from` to `to`; `answers`: this is the target's side (lost in
+/// [`ProxyMode::LoseAnswers`]).
+fn pump(mut from: TcpStream, mut to: TcpStream, shared: &Shared, answers: bool) {
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buffer) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if !shared.wait_forwarding() {
+        if !shared.wait_forwarding() || (answers && shared.mode() == ProxyMode::LoseAnswers) {
             break;
         }
         if to.write_all(&buffer[..n]).is_err() {
@@ -446,6 +461,49 @@ mod tests {
         fresh.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
         fresh.read_exact(&mut buffer).expect("held connection proceeds");
         assert_eq!(&buffer, b"new");
+    }
+
+    /// A target that echoes and reports every byte it received.
+    fn recording_echo_server() -> (SocketAddr, std::sync::mpsc::Receiver<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let sent = sent.clone();
+                std::thread::spawn(move || {
+                    let mut buffer = [0u8; 64];
+                    while let Ok(n @ 1..) = stream.read(&mut buffer) {
+                        let _ = sent.send(buffer[..n].to_vec());
+                        if stream.write_all(&buffer[..n]).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, received)
+    }
+
+    #[test]
+    fn lose_answers_delivers_the_request_and_closes_instead_of_answering() {
+        let (target, received) = recording_echo_server();
+        let proxy = TcpProxy::start(target).expect("proxy");
+        let mut live = connect(&proxy);
+        assert_eq!(echo(&mut live, b"one").expect("echo"), b"one");
+        assert_eq!(received.recv_timeout(Duration::from_secs(5)).expect("received"), b"one");
+        proxy.lose_answers();
+        assert_eq!(proxy.mode(), ProxyMode::LoseAnswers);
+        live.write_all(b"two").expect("write");
+        assert_eq!(received.recv_timeout(Duration::from_secs(5)).expect("the request arrives"), b"two");
+        let mut buffer = [0u8; 3];
+        match live.read(&mut buffer) {
+            Ok(n) => assert_eq!(n, 0, "the answer is lost: {:?}", &buffer[..n]),
+            Err(e) => assert!(!matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut), "{e}"),
+        }
+        proxy.restore();
+        let mut healed = connect(&proxy);
+        assert_eq!(echo(&mut healed, b"three").expect("echo"), b"three");
     }
 
     #[test]

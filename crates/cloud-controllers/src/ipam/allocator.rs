@@ -1,6 +1,11 @@
 //! The node IPAM decisions (upstream `range_allocator.go`, plus a cloud allocator that carves
 //! each node's IPv6 range from its instance's own prefix). Pure: nodes and the provider's
 //! prefixes in; the ranges to write, the exact patch and the findings to report out.
+//!
+//! Every range a node holds is recorded with its holder, the cloud allocator's IPv6 ranges
+//! included: a range another node holds is never handed out (a moved Primary IPv6 brings a
+//! /64 whose range another Node still has), ranges that overlap are reported, and releasing a
+//! node's range keeps every part of it another node (or the service range) still covers.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -10,6 +15,7 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
 
 use super::cidr_set::{CidrSet, CidrSetError};
+use super::holders::Holders;
 use crate::route::plan::parse_cidr_sloppy;
 
 /// One `--cluster-cidr` entry and its family's node mask.
@@ -69,6 +75,22 @@ pub enum AssignError {
         /// Its node mask.
         node_mask: u8,
     },
+    /// The IPv6 range carved from the node's instance prefix is another node's: the prefix
+    /// moved (a powered-off server's Primary IPv6 assigned to this node's server) while the
+    /// other Node still has the range.
+    #[error(
+        "the IPv6 range {range} from the prefix of node {node}'s instance is held by node {holder} (pod CIDR {held}), so node {node} gets no pod CIDRs while node {holder} has it (two Nodes would share pod addresses); the prefix probably moved from node {holder}'s server to this one: delete Node {holder} if its server no longer has that prefix"
+    )]
+    Ipv6RangeInUse {
+        /// The node.
+        node: String,
+        /// The range it would get.
+        range: IpNet,
+        /// The node holding it.
+        holder: String,
+        /// The holder's pod CIDR that covers it.
+        held: IpNet,
+    },
     /// The cloud allocator found no IPv6 prefix on the node's instance.
     #[error(
         "the cloud reports no IPv6 prefix of /{mask} or shorter for the instance of node {node}, so it gets no pod CIDRs until it has one (an IPv4-only spec.podCIDRs could never get IPv6 later)"
@@ -90,27 +112,77 @@ pub struct Foreign {
     pub why: String,
 }
 
+/// What a node's pod CIDR overlaps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverlapWith {
+    /// A pod CIDR of another node.
+    Node {
+        /// The other node.
+        node: String,
+        /// Its pod CIDR.
+        cidr: IpNet,
+    },
+    /// A `--service-cluster-ip-range` entry.
+    ServiceRange(IpNet),
+}
+
+/// A node's pod CIDR that overlaps another node's or the service range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// The node's pod CIDR.
+    pub cidr: IpNet,
+    /// What it overlaps.
+    pub with: OverlapWith,
+}
+
+impl Overlap {
+    /// The Warning's message about `node`.
+    pub fn message(&self, node: &str) -> String {
+        let cidr = self.cidr;
+        match &self.with {
+            OverlapWith::Node { node: other, cidr: theirs } => format!(
+                "pod CIDR {cidr} of node {node} overlaps pod CIDR {theirs} of node {other}: pods of the two nodes can get \
+                 the same addresses. No part of either range is handed out again while a node holds it; delete one of \
+                 the Nodes so its kubelet registers it again and it gets a free range"
+            ),
+            OverlapWith::ServiceRange(service) => format!(
+                "pod CIDR {cidr} of node {node} overlaps the service range {service} (--service-cluster-ip-range): pods \
+                 can get Service addresses. The service range is never handed out; delete the Node so its kubelet \
+                 registers it again and it gets a range outside the service range"
+            ),
+        }
+    }
+}
+
 /// What the allocator makes of a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
     /// The node needs ranges.
     NeedsRanges,
-    /// Ranges were assigned to this node; the write is on its way into the cache.
+    /// Ranges were assigned to this node and written; the write is on its way into the cache.
     Assigned,
+    /// Ranges were assigned to this node, and whether the API server stored their write is
+    /// not known (the answer was lost): the same write is to be sent again.
+    Pending(Vec<IpNet>),
     /// The node holds its ranges (now recorded).
     Holds {
         /// Its IPv6 range, to be checked against the instance's prefix (cloud allocator).
         ipv6_from_prefix: Option<IpNet>,
         /// Entries the allocator does not manage (outside every cluster CIDR, or unparsable).
         foreign: Vec<Foreign>,
+        /// Its ranges that overlap another node's or the service range.
+        overlaps: Vec<Overlap>,
     },
 }
 
-/// What a node holds in the cluster ranges.
+/// The ranges a node holds: cluster ranges and the cloud allocator's IPv6 range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Held {
     uid: String,
     cidrs: Vec<IpNet>,
+    /// Seen on the node or written with a success; `false`: assigned, the write's outcome
+    /// is not known yet.
+    written: bool,
 }
 
 /// The ranges taken in every cluster CIDR and which node holds which.
@@ -118,7 +190,13 @@ struct Held {
 pub struct Allocations {
     sets: Vec<CidrSet>,
     node_prefix_ipv6_mask: Option<u8>,
+    service_cidrs: Vec<IpNet>,
     held: HashMap<String, Held>,
+    holders: Holders,
+}
+
+fn overlap(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(b) || b.contains(a)
 }
 
 fn name(node: &Node) -> &str {
@@ -146,7 +224,13 @@ impl Allocations {
             }
             sets.push(set);
         }
-        Ok(Allocations { sets, node_prefix_ipv6_mask: config.node_prefix_ipv6_mask, held: HashMap::new() })
+        Ok(Allocations {
+            sets,
+            node_prefix_ipv6_mask: config.node_prefix_ipv6_mask,
+            service_cidrs: config.service_cidrs.clone(),
+            held: HashMap::new(),
+            holders: Holders::default(),
+        })
     }
 
     /// The cluster CIDR sets, in flag order.
@@ -154,17 +238,42 @@ impl Allocations {
         &self.sets
     }
 
-    fn release_held(&mut self, node: &str) {
-        if let Some(held) = self.held.remove(node) {
-            for cidr in held.cidrs {
-                for set in &mut self.sets {
-                    set.release(cidr);
-                }
+    /// `node` holds `cidr`: recorded, and taken in its cluster CIDR (if any).
+    fn take(&mut self, node: &str, cidr: IpNet) {
+        self.holders.insert(cidr, node);
+        for set in &mut self.sets {
+            set.occupy(cidr);
+        }
+    }
+
+    /// `node` no longer holds `cidr`: it is free again, except every part of it another
+    /// node's range or the service range still covers.
+    fn free(&mut self, node: &str, cidr: IpNet) {
+        self.holders.remove(cidr, node);
+        let still: Vec<IpNet> = self
+            .holders
+            .overlapping(cidr)
+            .into_iter()
+            .map(|(c, _)| c)
+            .chain(self.service_cidrs.iter().copied().filter(|s| overlap(s, &cidr)))
+            .collect();
+        for set in &mut self.sets {
+            set.release(cidr);
+            for c in &still {
+                set.occupy(*c);
             }
         }
     }
 
-    /// The node is gone: its ranges are free again. True if it held any cluster range.
+    fn release_held(&mut self, node: &str) {
+        if let Some(held) = self.held.remove(node) {
+            for cidr in held.cidrs {
+                self.free(node, cidr);
+            }
+        }
+    }
+
+    /// The node is gone: its ranges are free again. True if it held any range.
     pub fn forget(&mut self, node: &str) -> bool {
         let held = self.held.get(node).is_some_and(|h| !h.cidrs.is_empty());
         self.release_held(node);
@@ -172,8 +281,9 @@ impl Allocations {
     }
 
     /// Records what `node` holds (taking its ranges, upstream `occupyCIDRs`) and says whether
-    /// it still needs ranges. A node with another UID than the one recorded under its name is
-    /// a new node: the old one's ranges are released first.
+    /// it still needs ranges, and which of its ranges overlap another node's or the service
+    /// range. A node with another UID than the one recorded under its name is a new node: the
+    /// old one's ranges are released first.
     pub fn observe(&mut self, node: &Node) -> Observed {
         let (node_name, node_uid) = (name(node), uid(node));
         if self.held.get(node_name).is_some_and(|h| h.uid != node_uid) {
@@ -181,7 +291,11 @@ impl Allocations {
         }
         let written = node_pod_cidrs(node);
         if written.is_empty() {
-            return if self.held.contains_key(node_name) { Observed::Assigned } else { Observed::NeedsRanges };
+            return match self.held.get(node_name) {
+                None => Observed::NeedsRanges,
+                Some(h) if h.written => Observed::Assigned,
+                Some(h) => Observed::Pending(h.cidrs.clone()),
+            };
         }
         let mut cidrs = Vec::new();
         let mut foreign = Vec::new();
@@ -193,14 +307,12 @@ impl Allocations {
             };
             let family_set = self.sets.iter_mut().find(|s| s.cluster().addr().is_ipv4() == cidr.addr().is_ipv4());
             match family_set {
-                Some(set) if set.cluster().contains(&cidr) => {
-                    set.occupy(cidr);
-                    cidrs.push(cidr);
-                }
+                Some(set) if set.cluster().contains(&cidr) => cidrs.push(cidr),
                 Some(set) => foreign
                     .push(Foreign { cidr: entry.clone(), why: format!("lies outside cluster CIDR {}", set.cluster()) }),
                 None if cidr.addr().is_ipv6() && self.node_prefix_ipv6_mask.is_some() => {
                     ipv6_from_prefix = Some(cidr);
+                    cidrs.push(cidr);
                 }
                 None => foreign.push(Foreign {
                     cidr: entry.clone(),
@@ -208,31 +320,62 @@ impl Allocations {
                 }),
             }
         }
+        let mut overlaps = Vec::new();
+        for cidr in &cidrs {
+            for (theirs, other) in self.holders.overlapping(*cidr) {
+                if other != node_name {
+                    overlaps.push(Overlap {
+                        cidr: *cidr,
+                        with: OverlapWith::Node { node: other.to_owned(), cidr: theirs },
+                    });
+                }
+            }
+            for service in self.service_cidrs.iter().filter(|s| overlap(s, cidr)) {
+                overlaps.push(Overlap { cidr: *cidr, with: OverlapWith::ServiceRange(*service) });
+            }
+        }
         // Ranges recorded earlier that the node no longer lists (it never can, podCIDRs are
-        // immutable, but a cache can be behind) are released.
+        // immutable, but a cache can be behind, or a write whose outcome was unknown lost to
+        // another writer's) are released.
         let stale: Vec<IpNet> = self
             .held
             .get(node_name)
             .map(|h| h.cidrs.iter().filter(|c| !cidrs.contains(c)).copied().collect())
             .unwrap_or_default();
         for cidr in stale {
-            for set in &mut self.sets {
-                set.release(cidr);
-            }
+            self.free(node_name, cidr);
         }
-        self.held.insert(node_name.to_owned(), Held { uid: node_uid.to_owned(), cidrs });
-        Observed::Holds { ipv6_from_prefix, foreign }
+        for cidr in &cidrs {
+            self.take(node_name, *cidr);
+        }
+        self.held.insert(node_name.to_owned(), Held { uid: node_uid.to_owned(), cidrs, written: true });
+        Observed::Holds { ipv6_from_prefix, foreign, overlaps }
     }
 
     /// Takes the node's ranges: one from each cluster CIDR (in flag order), then, with the
-    /// cloud allocator, its IPv6 range from `prefixes` (the instance's own). Nothing is taken
-    /// if any part fails.
+    /// cloud allocator, its IPv6 range from `prefixes` (the instance's own), unless another
+    /// node holds it. Nothing is taken if any part fails. The ranges are the node's until
+    /// [`Allocations::unassign`] or [`Allocations::forget`]; their write is pending until
+    /// [`Allocations::written`].
     pub fn assign(&mut self, node: &Node, prefixes: &[IpNet]) -> Result<Vec<IpNet>, AssignError> {
         let node_name = name(node);
+        // Whatever was recorded for the node before (nothing, when it needs ranges) is let go.
+        self.release_held(node_name);
         let ipv6 = match self.node_prefix_ipv6_mask {
             None => None,
             Some(mask) => match carve_from(prefixes, mask) {
-                Some((_, range)) => Some(range),
+                Some((_, range)) => {
+                    let holder = self.holders.overlapping(range).into_iter().find(|(_, n)| *n != node_name);
+                    if let Some((held, holder)) = holder {
+                        return Err(AssignError::Ipv6RangeInUse {
+                            node: node_name.to_owned(),
+                            range,
+                            holder: holder.to_owned(),
+                            held,
+                        });
+                    }
+                    Some(range)
+                }
                 None => return Err(AssignError::NoIpv6Prefix { node: node_name.to_owned(), mask }),
             },
         };
@@ -251,12 +394,24 @@ impl Allocations {
                 }
             }
         }
-        self.held.insert(node_name.to_owned(), Held { uid: uid(node).to_owned(), cidrs: taken.clone() });
         taken.extend(ipv6);
+        for cidr in &taken {
+            self.take(node_name, *cidr);
+        }
+        self.held
+            .insert(node_name.to_owned(), Held { uid: uid(node).to_owned(), cidrs: taken.clone(), written: false });
         Ok(taken)
     }
 
-    /// The write of an assignment failed: the node's ranges are free again.
+    /// The write of the node's assignment succeeded.
+    pub fn written(&mut self, node: &str) {
+        if let Some(h) = self.held.get_mut(node) {
+            h.written = true;
+        }
+    }
+
+    /// The write of an assignment was refused (the API server stored nothing): the node's
+    /// ranges are free again.
     pub fn unassign(&mut self, node: &str) {
         self.release_held(node);
     }

@@ -51,7 +51,7 @@ pub struct CidrSet {
     taken: BTreeMap<u128, u128>,
 }
 
-fn to_u128(ip: IpAddr) -> u128 {
+pub(super) fn to_u128(ip: IpAddr) -> u128 {
     match ip {
         IpAddr::V4(v4) => u128::from(u32::from(v4)),
         IpAddr::V6(v6) => u128::from(v6),

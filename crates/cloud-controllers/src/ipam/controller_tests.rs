@@ -19,12 +19,12 @@ use super::*;
 use crate::ipam::allocator::node_pod_cidrs;
 use crate::testing::{Fake, FakeCloud};
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(super) const WAIT: Duration = Duration::from_secs(30);
 
 /// Each test node's instance prefixes, by node name (what the provider reports).
-type Prefixes = Arc<Mutex<BTreeMap<String, Vec<IpNet>>>>;
+pub(super) type Prefixes = Arc<Mutex<BTreeMap<String, Vec<IpNet>>>>;
 
-fn cloud(prefixes: &Prefixes) -> FakeCloud {
+pub(super) fn cloud(prefixes: &Prefixes) -> FakeCloud {
     let by_name = prefixes.clone();
     FakeCloud::from(Fake {
         enable_instances_v2: true,
@@ -40,33 +40,48 @@ fn cloud(prefixes: &Prefixes) -> FakeCloud {
     })
 }
 
-struct Running {
+pub(super) struct Running {
     token: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
-    async fn stop(self) {
+    pub(super) async fn stop(self) {
         self.token.cancel();
         self.task.await.expect("the controller stops without a panic");
     }
 }
 
-async fn start(client: &kube::Client, group: &str, cloud: FakeCloud, config: &NodeIpamConfig) -> Running {
+pub(super) async fn start(client: &kube::Client, group: &str, cloud: FakeCloud, config: &NodeIpamConfig) -> Running {
+    start_via(client, client, client, group, cloud, config).await
+}
+
+/// [`start`] with the informer's watch and the pod CIDR writes on clients of their own (e.g.
+/// through a [`test_harness::TcpProxy`]); events and everything else use `client`.
+pub(super) async fn start_via(
+    client: &kube::Client,
+    informer_client: &kube::Client,
+    write_client: &kube::Client,
+    group: &str,
+    cloud: FakeCloud,
+    config: &NodeIpamConfig,
+) -> Running {
     let token = CancellationToken::new();
-    let nodes: Api<Node> = Api::all(client.clone());
+    let nodes: Api<Node> = Api::all(informer_client.clone());
     let mut informer = Informer::new(nodes, watcher::Config::default().labels(&format!("ipam-test={group}")));
     let io = ControllerIo {
         client: client.clone(),
         field_manager: "ipam-test".to_owned(),
         metrics: RuntimeMetrics::default(),
     };
-    let controller = NodeIpamController::new(cloud.into(), &mut informer, io, config, token.clone()).expect("config");
+    let mut controller =
+        NodeIpamController::new(cloud.into(), &mut informer, io, config, token.clone()).expect("config");
+    Arc::get_mut(&mut controller.reconciler).expect("not shared before it runs").api = Api::all(write_client.clone());
     tokio::spawn(informer.run(token.clone()));
     Running { token: token.clone(), task: tokio::spawn(controller.run()) }
 }
 
-async fn register(client: &kube::Client, name: &str, group: &str, pod_cidrs: &[&str]) {
+pub(super) async fn register(client: &kube::Client, name: &str, group: &str, pod_cidrs: &[&str]) {
     let mut b = NodeBuilder::new(name).label("ipam-test", group);
     if !pod_cidrs.is_empty() {
         b = b.pod_cidrs(pod_cidrs.iter().copied());
@@ -74,13 +89,13 @@ async fn register(client: &kube::Client, name: &str, group: &str, pod_cidrs: &[&
     b.register(client).await.expect("node registers");
 }
 
-async fn pod_cidrs_of(nodes: &Api<Node>, name: &str) -> Vec<String> {
+pub(super) async fn pod_cidrs_of(nodes: &Api<Node>, name: &str) -> Vec<String> {
     let has = |n: Option<&Node>| n.is_some_and(|n| !node_pod_cidrs(n).is_empty());
     let node = wait_for(nodes, name, WAIT, "pod CIDRs on the node", has).await.expect("assigned");
     node.map(|n| node_pod_cidrs(&n).to_vec()).unwrap_or_default()
 }
 
-fn net(s: &str) -> IpNet {
+pub(super) fn net(s: &str) -> IpNet {
     s.parse().expect("cidr")
 }
 

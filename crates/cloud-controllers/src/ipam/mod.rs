@@ -6,12 +6,20 @@
 //!  Node informer ── add/update/delete ──► WorkQueue ──► Workers ──► reconcile(node)
 //!   on start, once synced: Allocations rebuilt from every Node's spec.podCIDRs (restart-safe)
 //!
-//!   gone ─────────────► release its ranges
-//!   holds ranges ─────► record them; Warning for entries outside the cluster CIDRs; with the
+//!   gone ─────────────► release its ranges (what another node or the service range still
+//!                       covers stays taken)
+//!   holds ranges ─────► record them; Warning for entries outside the cluster CIDRs and for
+//!                       ranges overlapping another node's or the service range; with the
 //!                       cloud allocator: Warning if its IPv6 range left the instance's prefix
+//!                       (a failed lookup of that check: Warning + backoff)
 //!   needs ranges ─────► cloud allocator: provider.instance_metadata (node_prefixes) first
 //!                       ─► Allocations::assign (pure) ─► pod_cidrs_patch ─► Node
-//!                       write failed: ranges released; exhausted / no prefix: Warning + backoff
+//!                       exhausted / no prefix / prefix's range held by another node:
+//!                       Warning + backoff
+//!   write pending ────► the same patch again (its earlier answer was lost)
+//!
+//!   a write is sent up to 3 times while its outcome is unknown (upstream); the ranges are
+//!   released only if the API server's answer says nothing was stored (write.rs)
 //! ```
 //!
 //! The cloud allocator asks the provider for the instance's own prefixes
@@ -23,17 +31,23 @@
 //! Apart from upstream: a Node that is being deleted keeps its ranges until it is gone (two
 //! live Nodes never share one); a node without pod CIDRs is retried with backoff when its
 //! cluster CIDR is exhausted, with a `CIDRNotAvailable` Warning on the first failure and each
-//! doubling, and at once when a deleted node frees a range.
+//! doubling, and at once when a deleted node frees a range; a write whose outcome is unknown
+//! keeps its ranges and is sent again (upstream keeps them on a server timeout only, and
+//! leaks them until a restart); overlapping ranges are reported, and releasing one never
+//! frees what another node still holds.
 
 pub mod allocator;
 pub mod cidr_set;
 #[cfg(test)]
+mod controller_fault_tests;
+#[cfg(test)]
 mod controller_tests;
+mod holders;
+pub mod write;
 
 use std::sync::{Arc, Mutex};
 
 use cloud_provider::Cloud;
-use controller_runtime::writes::is_not_found;
 use controller_runtime::{
     Change, ControllerIo, EventRecorder, ExponentialBackoff, Informer, ReconcileError, Reconciled, Reconciler, Synced,
     WorkQueue, WorkerConfig, Workers, key_of, object_ref,
@@ -46,7 +60,9 @@ use sync_lock::Unpoison as _;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-pub use allocator::{Allocations, AssignError, ClusterRange, NodeIpamConfig, Observed, pod_cidrs_patch};
+pub use allocator::{
+    Allocations, AssignError, ClusterRange, NodeIpamConfig, Observed, Overlap, OverlapWith, pod_cidrs_patch,
+};
 pub use cidr_set::{CidrSet, CidrSetError};
 
 use crate::node::metadata::{MetadataError, get_instance_metadata};
@@ -64,6 +80,10 @@ pub const POD_CIDR_NOT_MANAGED: &str = "PodCIDRNotManaged";
 pub const NO_IPV6_PREFIX: &str = "NodeIPv6PrefixMissing";
 /// A node's IPv6 range is no longer inside its instance's prefix.
 pub const PREFIX_CHANGED: &str = "PodCIDRNotInNodePrefix";
+/// The IPv6 range of a node's instance prefix is another node's pod CIDR.
+pub const IPV6_PREFIX_IN_USE: &str = "NodeIPv6PrefixInUse";
+/// A node's pod CIDR overlaps another node's or the service range.
+pub const POD_CIDR_OVERLAP: &str = "PodCIDROverlap";
 
 /// Why a node's reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,31 +106,55 @@ pub enum IpamError {
         #[source]
         source: AssignError,
     },
-    /// Writing the ranges failed (they were released).
-    #[error("failed to write pod CIDRs {cidrs} to node {node}: {source}")]
+    /// Writing the ranges failed.
+    #[error("failed to write pod CIDRs {cidrs} to node {node} (attempts: {attempts}): {source}; {}", kept_note(*.kept))]
     Write {
         /// The node.
         node: String,
         /// The ranges that were to be written.
         cidrs: String,
-        /// The API server's (or the connection's) error.
+        /// Attempts made.
+        attempts: usize,
+        /// The ranges are kept for the node (the write's outcome is unknown).
+        kept: bool,
+        /// The last attempt's error (the API server's, or the connection's).
         #[source]
         source: kube::Error,
     },
+    /// The cloud allocator's check of a node's IPv6 range could not look the instance up.
+    #[error("could not check that pod CIDR {range} of node {node} is inside its instance's IPv6 prefix: {source}")]
+    PrefixCheck {
+        /// The node.
+        node: String,
+        /// Its IPv6 pod range.
+        range: IpNet,
+        /// The provider's failure.
+        #[source]
+        source: MetadataError,
+    },
+}
+
+fn kept_note(kept: bool) -> &'static str {
+    if kept {
+        "the API server may have stored it, so the ranges stay the node's and the same write is sent again"
+    } else {
+        "nothing was stored, the ranges were released"
+    }
 }
 
 impl ReconcileError for IpamError {
     fn event_reason(&self) -> Option<&str> {
         Some(match self {
-            IpamError::Metadata { source, .. } => source.reason(),
+            IpamError::Metadata { source, .. } | IpamError::PrefixCheck { source, .. } => source.reason(),
             IpamError::Assign { source: AssignError::Exhausted { .. }, .. } => CIDR_NOT_AVAILABLE,
             IpamError::Assign { source: AssignError::NoIpv6Prefix { .. }, .. } => NO_IPV6_PREFIX,
+            IpamError::Assign { source: AssignError::Ipv6RangeInUse { .. }, .. } => IPV6_PREFIX_IN_USE,
             IpamError::Write { .. } => CIDR_ASSIGNMENT_FAILED,
         })
     }
 
     fn is_transient(&self) -> bool {
-        matches!(self, IpamError::Metadata { source, .. } if source.is_transient())
+        matches!(self, IpamError::Metadata { source, .. } | IpamError::PrefixCheck { source, .. } if source.is_transient())
     }
 }
 
@@ -237,9 +281,10 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
             return Ok(Reconciled::DONE);
         };
         let observed = self.allocations.lock_unpoisoned().observe(&node);
+        let deleting = node.metadata.deletion_timestamp.is_some();
         match observed {
             Observed::Assigned => Ok(Reconciled::DONE),
-            Observed::Holds { ipv6_from_prefix, foreign } => {
+            Observed::Holds { ipv6_from_prefix, foreign, overlaps } => {
                 let regarding = object_ref(node.as_ref());
                 for f in foreign {
                     let note = format!(
@@ -248,13 +293,20 @@ impl<C: Cloud> Reconciler for IpamReconciler<C> {
                     );
                     self.events.warning(&regarding, POD_CIDR_NOT_MANAGED, note).await;
                 }
+                for o in overlaps {
+                    self.events.warning(&regarding, POD_CIDR_OVERLAP, o.message(&key.name)).await;
+                }
                 match ipv6_from_prefix {
                     Some(range) if self.cloud_ipv6 => self.check_prefix(&node, range).await,
                     _ => Ok(Reconciled::DONE),
                 }
             }
-            Observed::NeedsRanges if node.metadata.deletion_timestamp.is_some() => Ok(Reconciled::DONE),
+            Observed::NeedsRanges | Observed::Pending(_) if deleting => Ok(Reconciled::DONE),
             Observed::NeedsRanges => self.assign(&node).await,
+            Observed::Pending(cidrs) => {
+                info!(node = %key.name, "the answer to the last pod CIDR write was lost: sending the same write again");
+                self.write(&key.name, &cidrs, false).await
+            }
         }
     }
 
@@ -293,41 +345,66 @@ impl<C: Cloud> IpamReconciler<C> {
             .lock_unpoisoned()
             .assign(node, &prefixes)
             .map_err(|source| IpamError::Assign { node: name.clone(), source })?;
+        self.write(&name, &cidrs, answered).await
+    }
+
+    /// Writes the node's assigned ranges (upstream `updateCIDRsAllocation`): up to
+    /// [`write::WRITE_ATTEMPTS`] attempts while the outcome is unknown; the ranges are
+    /// released only if the API server's answer says nothing was stored.
+    async fn write(&self, name: &str, cidrs: &[IpNet], answered: bool) -> Result<Reconciled, IpamError> {
         let shown = cidrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
-        match self.api.patch(&name, &self.params, &Patch::Merge(pod_cidrs_patch(&cidrs))).await {
-            Ok(_) => {
-                info!(node = %name, pod_cidrs = %shown, "pod CIDRs assigned");
-                Ok(Reconciled { remote_answered: answered, requeue_after: None })
+        let patch = Patch::Merge(pod_cidrs_patch(cidrs));
+        let mut failures = Vec::with_capacity(write::WRITE_ATTEMPTS);
+        let mut last = None;
+        while failures.len() < write::WRITE_ATTEMPTS {
+            match self.api.patch(name, &self.params, &patch).await {
+                Ok(_) => {
+                    self.allocations.lock_unpoisoned().written(name);
+                    info!(node = %name, pod_cidrs = %shown, "pod CIDRs assigned");
+                    return Ok(Reconciled { remote_answered: answered, requeue_after: None });
+                }
+                Err(e) => {
+                    let failure = write::classify(&e);
+                    failures.push(failure);
+                    debug!(node = %name, attempt = failures.len(), error = %e, ?failure, "pod CIDR write failed");
+                    last = Some(e);
+                    if !write::retry(failure) {
+                        break;
+                    }
+                }
             }
-            Err(e) => {
-                self.allocations.lock_unpoisoned().unassign(&name);
-                if is_not_found(&e) {
-                    return Ok(Reconciled::DONE);
-                }
-                // Someone else set the node's pod CIDRs meanwhile: the API server refuses
-                // any change, and the next event of the node records what it holds.
-                if matches!(&e, kube::Error::Api(s) if s.code == 422) {
-                    warn!(node = %name, error = %e, "pod CIDRs not written: the node got pod CIDRs from elsewhere");
-                    return Ok(Reconciled::DONE);
-                }
-                Err(IpamError::Write { node: name, cidrs: shown, source: e })
+        }
+        let kept = !write::release(&failures);
+        if !kept {
+            self.allocations.lock_unpoisoned().unassign(name);
+        }
+        // WRITE_ATTEMPTS > 0, so the loop ran and failed at least once.
+        let Some(e) = last else { return Ok(Reconciled::DONE) };
+        match failures.last() {
+            Some(write::WriteFailure::NodeGone) => Ok(Reconciled::DONE),
+            // Someone else set the node's pod CIDRs meanwhile: the API server refuses any
+            // change, and the next event of the node records what it holds.
+            Some(write::WriteFailure::OtherCidrs) => {
+                warn!(node = %name, error = %e, "pod CIDRs not written: the node got pod CIDRs from elsewhere");
+                Ok(Reconciled::DONE)
+            }
+            _ => {
+                Err(IpamError::Write { node: name.to_owned(), cidrs: shown, attempts: failures.len(), kept, source: e })
             }
         }
     }
 
     /// Cloud allocator: the node's IPv6 range must still lie in its instance's prefix (the
-    /// prefix can change with the instance's addresses; `spec.podCIDRs` cannot).
+    /// prefix can change with the instance's addresses; `spec.podCIDRs` cannot). A failed
+    /// lookup is an error: retried with backoff, with a Warning on the first failure and each
+    /// doubling.
     async fn check_prefix(&self, node: &Node, range: IpNet) -> Result<Reconciled, IpamError> {
         let name = node.metadata.name.clone().unwrap_or_default();
-        let prefixes = match self.prefixes(node).await {
-            Ok(Some(p)) => p,
+        let metadata = get_instance_metadata(&*self.cloud, node).await;
+        let prefixes = match metadata {
+            Ok(Some(m)) => m.node_prefixes,
             Ok(None) => return Ok(Reconciled::ANSWERED),
-            // A lookup failure here changes nothing; the node-lifecycle controller handles
-            // instances that are gone.
-            Err(e) => {
-                debug!(node = %name, error = %e, "pod CIDR check skipped");
-                return Ok(Reconciled::DONE);
-            }
+            Err(source) => return Err(IpamError::PrefixCheck { node: name, range, source }),
         };
         if let Some(note) = allocator::check_in_prefixes(&name, range, &prefixes) {
             warn!(node = %name, "{note}");

@@ -48,7 +48,10 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
     // The network is busy for the first two attempts.
     *fake.fail_creates.lock().expect("lock") = 2;
     let token = CancellationToken::new();
-    let mut informer = Informer::new(Api::<Node>::all(client.clone()), watcher::Config::default());
+    // Only this test's node: other tests add and delete nodes on the shared control plane,
+    // and each of those would be a reason to reconcile.
+    let selector = format!("route-test={name}");
+    let mut informer = Informer::new(Api::<Node>::all(client.clone()), watcher::Config::default().labels(&selector));
     let io = ControllerIo {
         client: client.clone(),
         field_manager: "route-test".to_owned(),
@@ -68,6 +71,7 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
 
     // An initialized node (the uninitialized ones are left for later).
     NodeBuilder::new(name.clone())
+        .label("route-test", name.clone())
         .without_uninitialized_taint()
         .pod_cidrs(["10.120.7.0/24"])
         .register(&client)
