@@ -12,6 +12,7 @@ mod lb_certificates_e2e;
 mod lb_e2e;
 mod lb_ports_e2e;
 mod lb_targets_e2e;
+mod lb_type_e2e;
 mod leader_election_e2e;
 mod migration;
 mod node_ipam_e2e;

@@ -18,7 +18,8 @@ use crate::rate_limit::{RateLimitConfig, RateLimitStatus, TokenBucket};
 use crate::robot::{RobotCredentials, RobotServer as RobotServerRecord, RobotServerPatch, RobotState, SeedRobotServer};
 use crate::state::State;
 use crate::time::now_unix;
-use crate::wire::{Action, Certificate, LoadBalancer, Network, Server, ServerStatus};
+use crate::wire::request::IdOrName;
+use crate::wire::{Action, Certificate, DeprecationInfo, LoadBalancer, Network, Server, ServerStatus};
 
 /// Locks a mutex; a poisoned lock is recovered (the state stays usable after a panic in a
 /// test thread, and every mutation keeps the state consistent before it can panic).
@@ -230,6 +231,17 @@ impl FakeHandle {
     /// Sets (or clears) the health a load balancer reports for one of its targets.
     pub fn set_target_health(&self, load_balancer: u64, health: &TargetHealthOverride) -> Result<(), FakeError> {
         Ok(self.with_state(|s| s.set_target_health(load_balancer, health))?)
+    }
+
+    /// Deprecates the Load Balancer type `type_` (name or id) as `deprecation` says, from now
+    /// on; with `None` it is a current type. `GET /load_balancer_types` and every Load Balancer
+    /// of that type serve it; once `unavailable_after` has passed, it can no longer be ordered.
+    pub fn set_load_balancer_type_deprecation(
+        &self,
+        type_: &str,
+        deprecation: Option<DeprecationInfo>,
+    ) -> Result<(), FakeError> {
+        Ok(self.with_state(|s| s.set_lb_type_deprecation(&IdOrName::Name(type_.to_owned()), deprecation))?)
     }
 
     // ----- faults, locks, action failures -----

@@ -7,6 +7,7 @@ mod inventory;
 mod lb_support;
 mod load_balancer_failures;
 mod load_balancer_targets;
+mod load_balancer_types;
 mod load_balancers;
 mod robot;
 mod rotation;

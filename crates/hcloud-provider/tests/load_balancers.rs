@@ -21,8 +21,8 @@ async fn a_new_service_costs_one_create_and_an_unchanged_one_nothing() {
     let status = s.lbs.ensure_load_balancer("k", &svc, &nodes).await.expect("ensure");
     assert_eq!(
         sent(&s.h),
-        vec!["GET /v1/load_balancer_types", "GET /v1/load_balancers", "POST /v1/load_balancers"],
-        "one list of types, one list of Load Balancers, one create with everything in it"
+        vec!["GET /v1/load_balancers", "GET /v1/load_balancer_types", "POST /v1/load_balancers"],
+        "one list of Load Balancers, one list of types, one create with everything in it"
     );
     let lb = only_lb(&s.h);
     assert_eq!(lb.labels.get("hcloud-ccm/service-uid").map(String::as_str), Some(UID));
@@ -101,7 +101,8 @@ async fn ports_follow_the_service() {
     let ports: Vec<(u16, u16, u16)> =
         lb.services.iter().map(|s| (s.listen_port, s.destination_port, s.health_check.port)).collect();
     assert_eq!(ports, vec![(80, 31080, 31080), (8080, 30880, 30880)]);
-    assert!(s.events.with_reason("LoadBalancerTypeUnconfigured").len() == 1, "only when it was created");
+    // At each sync, like the official CCM: an existing Load Balancer relies on the default too.
+    assert_eq!(s.events.with_reason("LoadBalancerTypeUnconfigured").len(), 2, "one per sync");
 }
 
 #[tokio::test]

@@ -82,17 +82,22 @@ pub(crate) async fn get_server_type(Path(id): Path<String>) -> Result<Response, 
     Ok(single_body(StatusCode::OK, "server_type", &t))
 }
 
-/// `GET /load_balancer_types`.
+/// `GET /load_balancer_types` (with the deprecations a test set).
 pub(crate) async fn list_load_balancer_types(
-    State(_): State<FakeHandle>,
+    State(h): State<FakeHandle>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    list_of("load_balancer_types", &catalog().load_balancer_types, |t| (t.id, &t.name), false, q.as_deref())
+    let types = h.with_state_unsettled(|s| s.load_balancer_types());
+    list_of("load_balancer_types", &types, |t| (t.id, &t.name), false, q.as_deref())
 }
 
-/// `GET /load_balancer_types/{id}`.
-pub(crate) async fn get_load_balancer_type(Path(id): Path<String>) -> Result<Response, ApiError> {
+/// `GET /load_balancer_types/{id}` (with the deprecation a test set).
+pub(crate) async fn get_load_balancer_type(
+    State(h): State<FakeHandle>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let t = catalog().load_balancer_type_by_id(id).ok_or_else(|| ApiError::not_found("load_balancer_type", id))?;
+    let t = h.with_state_unsettled(|s| s.load_balancer_type_view(t));
     Ok(single_body(StatusCode::OK, "load_balancer_type", &t))
 }

@@ -12,6 +12,8 @@
 //! | POST | `/_fake/seed/certificates` | [`SeedCertificate`] | `{"id": u64}` |
 //! | PATCH | `/_fake/servers/{id}` | [`ServerPatch`] `{name?, status?, labels?, public_ipv6?: "next"\|"remove"\|{"net"}}` | 204 |
 //! | DELETE | `/_fake/servers/{id}` | – | 204 (instant removal) |
+//! | PUT | `/_fake/load_balancer_types/{id_or_name}/deprecation` | [`DeprecationInfo`] `{announced, unavailable_after}` (RFC 3339) | 204 (served from now on; past `unavailable_after` the type cannot be ordered) |
+//! | DELETE | `/_fake/load_balancer_types/{id_or_name}/deprecation` | – | 204 (a current type) |
 //! | PUT | `/_fake/load_balancers/{id}/target_health` | [`TargetHealthOverride`] `{server? \| ip?, listen_port?, status?}` | 204 (wins over the data plane's checks, for the API and for forwarding) |
 //! | GET | `/_fake/data_plane` | – | [`DataPlaneStatus`](crate::control::DataPlaneStatus) `{enabled, running, addresses?, proxy_protocol?, listeners, checks}` |
 //! | GET | `/_fake/data_plane/listeners` | – | `[DataPlaneListener]` (address, `listening`\|`bind_failed`, error, connection counts) |
@@ -56,6 +58,7 @@ use crate::faults::FaultRule;
 use crate::handle::FakeHandle;
 use crate::query::QueryParams;
 use crate::rate_limit::RateLimitConfig;
+use crate::wire::DeprecationInfo;
 
 /// Body of `PUT /_fake/config/action_delay`.
 #[derive(Debug, Deserialize)]
@@ -74,6 +77,7 @@ pub(crate) fn routes() -> Router<FakeHandle> {
         .route("/seed/load_balancers", post(seed_load_balancer))
         .route("/seed/certificates", post(seed_certificate))
         .route("/servers/{id}", delete(delete_server).patch(patch_server))
+        .route("/load_balancer_types/{type}/deprecation", put(deprecate_lb_type).delete(undeprecate_lb_type))
         .route("/load_balancers/{id}/target_health", put(set_target_health))
         .route("/data_plane", get(data_plane))
         .route("/data_plane/listeners", get(data_plane_listeners))
@@ -156,6 +160,20 @@ async fn set_target_health(
     ApiJson(body): ApiJson<TargetHealthOverride>,
 ) -> Result<Response, FakeError> {
     h.set_target_health(parse_id(&id)?, &body)?;
+    Ok(no_content())
+}
+
+async fn deprecate_lb_type(
+    State(h): State<FakeHandle>,
+    Path(type_): Path<String>,
+    ApiJson(body): ApiJson<DeprecationInfo>,
+) -> Result<Response, FakeError> {
+    h.set_load_balancer_type_deprecation(&type_, Some(body))?;
+    Ok(no_content())
+}
+
+async fn undeprecate_lb_type(State(h): State<FakeHandle>, Path(type_): Path<String>) -> Result<Response, FakeError> {
+    h.set_load_balancer_type_deprecation(&type_, None)?;
     Ok(no_content())
 }
 

@@ -11,6 +11,7 @@ use crate::data_plane::board::SharedBoard;
 use crate::data_plane::config::DataPlaneConfig;
 use crate::error::ApiError;
 use crate::sort::{SortRequest, SortValue};
+use crate::wire::DeprecationInfo;
 
 /// First ids of each kind (distinct ranges catch id mix-ups).
 pub(crate) mod first_id {
@@ -104,6 +105,9 @@ pub(crate) struct State {
     pub(super) lb_address_pool: Option<DataPlanePool>,
     /// With the data plane on: the health checks' results (what `health_status` reports).
     pub(crate) health_board: Option<SharedBoard>,
+    /// Deprecations set by tests, by Load Balancer type id (`None`: not deprecated), over the
+    /// catalogue's.
+    pub(super) lb_type_deprecations: BTreeMap<u64, Option<DeprecationInfo>>,
 }
 
 /// Most routes a network may have: the API's documented limit (a test may change it with
@@ -133,6 +137,7 @@ impl State {
             target_health: BTreeMap::new(),
             lb_address_pool: None,
             health_board: None,
+            lb_type_deprecations: BTreeMap::new(),
         }
     }
 

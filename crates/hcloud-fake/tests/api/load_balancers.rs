@@ -319,3 +319,55 @@ async fn label_selector_targets_are_supported() {
         .await;
     assert_eq!(r.code(), "invalid_input");
 }
+
+/// `PUT /_fake/load_balancer_types/{type}/deprecation` deprecates a type the way the API serves
+/// one (`deprecation {announced, unavailable_after}` and `deprecated`): in the type list, by id
+/// and in each Load Balancer of that type. Past `unavailable_after` it can no longer be ordered
+/// (create, change_type); `DELETE` makes it a current type again.
+#[tokio::test]
+async fn a_load_balancer_type_deprecated_through_the_control_surface() {
+    let fx = Fx::instant().await;
+    let create = |name: &str, t: &str| json!({"name": name, "load_balancer_type": t, "location": "nbg1"});
+    let r = fx.post("/load_balancers", create("old", "lb21")).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let old = r.id("load_balancer");
+    let r = fx.post("/load_balancers", create("small", "lb11")).await;
+    let small = r.id("load_balancer");
+
+    let dep = json!({"announced": "2026-01-01T00:00:00+00:00", "unavailable_after": "2026-02-01T00:00:00+00:00"});
+    let r = fx.control(reqwest::Method::PUT, "/load_balancer_types/lb21/deprecation", Some(dep.clone())).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let listed = fx.get("/load_balancer_types?name=lb21").await.body["load_balancer_types"][0].clone();
+    assert_eq!((&listed["deprecation"], &listed["deprecated"]), (&dep, &dep["announced"]));
+    assert_eq!(fx.get("/load_balancer_types/202").await.body["load_balancer_type"]["deprecation"], dep);
+    let served = fx.get(&format!("/load_balancers/{old}")).await.body["load_balancer"]["load_balancer_type"].clone();
+    assert_eq!(served["deprecation"], dep, "the Load Balancers of that type show it");
+    let lb11 = fx.get("/load_balancer_types?name=lb11").await.body["load_balancer_types"][0].clone();
+    assert_eq!(lb11["deprecation"], json!(null), "only that type");
+
+    // Unavailable since 2026-02-01: neither a new Load Balancer nor a type change.
+    let r = fx.post("/load_balancers", create("new", "lb21")).await;
+    assert_eq!((r.status, r.code()), (400, "invalid_input"), "{}", r.body);
+    assert_eq!(r.body["error"]["details"]["fields"][0]["name"], "load_balancer_type");
+    let change = format!("/load_balancers/{small}/actions/change_type");
+    let r = fx.post(&change, json!({"load_balancer_type": "lb21"})).await;
+    assert_eq!((r.status, r.code()), (400, "invalid_input"), "{}", r.body);
+
+    // Bad input names the field; nothing changes.
+    let bad = json!({"announced": "soon", "unavailable_after": "2026-02-01T00:00:00+00:00"});
+    let r = fx.control(reqwest::Method::PUT, "/load_balancer_types/lb11/deprecation", Some(bad)).await;
+    assert_eq!((r.status, r.code()), (400, "invalid_input"), "{}", r.body);
+    assert_eq!(r.body["error"]["details"]["fields"][0]["name"], "announced");
+    let r = fx.control(reqwest::Method::PUT, "/load_balancer_types/lb99/deprecation", Some(dep.clone())).await;
+    assert_eq!((r.status, r.code()), (400, "invalid_input"), "{}", r.body);
+    let lb11 = fx.get("/load_balancer_types?name=lb11").await.body["load_balancer_types"][0].clone();
+    assert_eq!(lb11["deprecation"], json!(null));
+
+    // Current again.
+    let r = fx.control(reqwest::Method::DELETE, "/load_balancer_types/lb21/deprecation", None).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let listed = fx.get("/load_balancer_types?name=lb21").await.body["load_balancer_types"][0].clone();
+    assert_eq!((&listed["deprecation"], &listed["deprecated"]), (&json!(null), &json!(null)));
+    let r = fx.post(&change, json!({"load_balancer_type": "lb21"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}

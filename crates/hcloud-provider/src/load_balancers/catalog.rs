@@ -1,6 +1,7 @@
 //! Load Balancer types and certificates, each read with one list and shared by every Service:
 //! types are cached for an hour (the official CCM's LB-type cache), certificates for the
-//! inventory's max age and re-read after a failed change or when a name is not found.
+//! inventory's max age and re-read after a failed change or when a name is not found. Which
+//! type a sync uses, and what it warns about, is decided in [`super::type_choice`].
 //!
 //! Managed certificates are found by the Service-UID label (like the official CCM) and
 //! created only when missing — the official CCM sends a create on every reconcile and treats
@@ -18,7 +19,6 @@ use hcloud_api::models::{
     Certificate, CertificateId, CertificateListParams, CreateCertificateRequest, LoadBalancer, LoadBalancerType,
 };
 use hcloud_api::{Client, Error, ErrorCode};
-use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -99,7 +99,8 @@ impl Catalog {
         self.events.lock_unpoisoned().publish(e);
     }
 
-    async fn types(&self) -> Result<Arc<Vec<LoadBalancerType>>, CatalogError> {
+    /// The Load Balancer types: one list shared by every Service, read again after an hour.
+    pub async fn types(&self) -> Result<Arc<Vec<LoadBalancerType>>, CatalogError> {
         let mut cached = self.types.lock().await;
         if let Some(c) = cached.as_ref().filter(|c| c.at.elapsed() < TYPES_MAX_AGE) {
             return Ok(c.items.clone());
@@ -108,44 +109,6 @@ impl Catalog {
             Arc::new(self.client.load_balancer_types().list_all().await.map_err(api("listing Load Balancer types"))?);
         *cached = Some(Cached { at: Instant::now(), items: items.clone() });
         Ok(items)
-    }
-
-    /// The type `name`, checked for availability; `explicit` says whether the Service (or the
-    /// environment) configured it, for the error message. A deprecated type raises
-    /// `LoadBalancerTypeDeprecated` on `owner`.
-    pub async fn lb_type(&self, name: &str, owner: &EventObject) -> Result<LoadBalancerType, CatalogError> {
-        let types = self.types().await?;
-        let Some(t) = types.iter().find(|t| t.name == name) else {
-            let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
-            return Err(CatalogError::Invalid(Invalid::new(
-                format!("annotation {} (or HCLOUD_LOAD_BALANCERS_TYPE)", a::TYPE),
-                name,
-                format!("accepted: {}", names.join(", ")),
-            )));
-        };
-        if let Some(dep) = &t.deprecation {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-                .unwrap_or_default();
-            let unavailable = dep.unavailable_after.parse::<Timestamp>().is_ok_and(|at| at.as_second() <= now);
-            if unavailable {
-                return Err(CatalogError::Invalid(Invalid::new(
-                    format!("annotation {} (or HCLOUD_LOAD_BALANCERS_TYPE)", a::TYPE),
-                    name,
-                    format!("this type is no longer available since {}; choose another one", dep.unavailable_after),
-                )));
-            }
-            self.publish(ProviderEvent::warning(
-                owner.clone(),
-                "LoadBalancerTypeDeprecated",
-                format!(
-                    "Load Balancer type {name} is deprecated and will no longer be available for order as of {}",
-                    dep.unavailable_after
-                ),
-            ));
-        }
-        Ok(t.clone())
     }
 
     async fn certificate_list(&self, refresh: bool) -> Result<Arc<Vec<Certificate>>, CatalogError> {

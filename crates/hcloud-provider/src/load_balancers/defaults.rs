@@ -37,8 +37,8 @@ pub struct LbDefaults {
     /// The subnet of `HCLOUD_NETWORK` Load Balancers attach to
     /// (`HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE`).
     pub private_subnet_ip_range: Option<IpNet>,
-    /// The Load Balancer type, e.g. `lb21` (`HCLOUD_LOAD_BALANCERS_TYPE`; unset: `lb11` and a
-    /// `LoadBalancerTypeUnconfigured` event).
+    /// The Load Balancer type, e.g. `lb21` (`HCLOUD_LOAD_BALANCERS_TYPE`; unset: `lb11` for a new
+    /// Load Balancer and a `LoadBalancerTypeUnconfigured` event at each sync).
     pub lb_type: Option<String>,
     /// PROXY protocol on every port (`HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL`; unset: not sent).
     pub uses_proxyprotocol: Option<bool>,
@@ -63,7 +63,7 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     ("HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", "Default network zone of new Load Balancers."),
     (
         "HCLOUD_LOAD_BALANCERS_TYPE",
-        "Default Load Balancer type (unset: lb11 and a LoadBalancerTypeUnconfigured event).",
+        "Default Load Balancer type (unset: lb11 for new Load Balancers and a LoadBalancerTypeUnconfigured warning).",
     ),
     ("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", "Default algorithm: round_robin or least_connections."),
     (

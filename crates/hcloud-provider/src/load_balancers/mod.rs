@@ -20,7 +20,8 @@
 //!  status::status ─► Service status (IPs / hostname, ipMode VIP or Proxy)
 //! ```
 //!
-//! Decisions live in the pure modules (`spec`, `services`, `targets`, `plan`, `status`);
+//! Decisions live in the pure modules (`spec`, `services`, `targets`, `type_choice`, `plan`,
+//! `status`);
 //! `provider`, `lb_inventory`, `tracker` and `catalog` do the I/O.
 
 pub mod annotations;
@@ -43,6 +44,7 @@ pub mod status;
 pub mod target_health;
 pub mod targets;
 pub mod tracker;
+pub mod type_choice;
 
 pub use defaults::LbDefaults;
 pub use provider::HcloudLoadBalancers;

@@ -1,5 +1,6 @@
 //! keep-foreign (issue 20 item 2): only targets and services recorded as ours are removed; the
-//! record is written before additions and pruned after removals; exact plans.
+//! record is written before additions and pruned after removals; exact plans. Also the identity
+//! label an adopted Load Balancer gets.
 
 use hcloud_api::models::{Labels, ServerId, TargetSpec};
 use serde_json::json;
@@ -209,4 +210,18 @@ fn deletion_releases_a_load_balancer_with_foreign_parts() {
     assert!(!keep_foreign_on_delete(ann("false").as_ref(), true), "the annotation wins");
     assert!(keep_foreign_on_delete(ann("maybe").as_ref(), false), "unreadable: nothing foreign is deleted");
     assert!(keep_foreign_on_delete(None, true) && !keep_foreign_on_delete(None, false), "the variable");
+}
+
+/// The official CCM's "replace stale service UID label" (#1325): the new UID wins over the stale
+/// one, the other labels stay, and the next plan is empty (`converge`: no second update).
+#[test]
+fn replace_stale_service_uid_label_and_keep_other_labels() {
+    let lb = observed(json!({
+        "labels": {"hcloud-ccm/service-uid": "stale-uid", "some-label": "some-value"},
+        "services": [tcp_service(80, 30080)]
+    }));
+    let ops = Case::default().converge(&lb);
+    assert_eq!(ops.len(), 1, "{ops:?}");
+    let LbOp::Update(req) = &ops[0] else { panic!("{ops:?}") };
+    assert_eq!(super::json_of(req), json!({"labels": {"hcloud-ccm/service-uid": UID, "some-label": "some-value"}}));
 }

@@ -8,7 +8,7 @@ use sync_lock::Unpoison as _;
 use cloud_provider::events::{EventObject, EventSink, LogEvents, ProviderEvent};
 use cloud_provider::helpers::service::service_name;
 use cloud_provider::{CloudError, LoadBalancer as LoadBalancerCapability, LoadBalancerStatus};
-use hcloud_api::models::{Action, LoadBalancer, LoadBalancerId, NetworkId};
+use hcloud_api::models::{Action, LoadBalancer, LoadBalancerId, LoadBalancerType, NetworkId};
 use hcloud_api::{Client, Error, ErrorCode};
 use k8s_openapi::api::core::v1::{Node, Service};
 use tracing::{debug, info, warn};
@@ -35,9 +35,6 @@ const INVALID: &str = "InvalidLoadBalancerConfiguration";
 
 /// The reason of a refused adoption (the Load Balancer carries another Service's UID label).
 const OWNED_ELSEWHERE: &str = "LoadBalancerOwnedElsewhere";
-
-/// The type a Load Balancer is created with when none is configured (official CCM).
-const DEFAULT_TYPE: &str = "lb11";
 
 /// How long a reconcile waits after the API answered `locked` (someone else's action).
 const LOCKED_RETRY: Duration = Duration::from_secs(2);
@@ -254,36 +251,41 @@ impl HcloudLoadBalancers {
         for e in node_events {
             self.publish(e);
         }
-        let lb_type = match &spec.lb_type {
-            Some(name) => Some(self.catalog.lb_type(name, &owner).await.map_err(|e| catalog_error(service, e))?),
-            None => None,
-        };
-        let certificates = self.catalog.certificates_for(spec, &owner).await.map_err(|e| catalog_error(service, e))?;
-        let port_certificates = self.catalog.port_certificates(spec).await.map_err(|e| catalog_error(service, e))?;
-        let services = desired_services_by_port(spec, &certificates.ids, &port_certificates);
-        let want = Desired { spec, services: &services, targets: &targets, lb_type: lb_type.as_ref() };
-
-        // Failures of actions tracked before this lookup were handled already (event, fresh read).
+        // Whether a Load Balancer exists decides what the type must allow, and is known before
+        // anything is created (a managed certificate) or sent. Failures of actions tracked before
+        // this lookup were handled already (event, fresh read).
         let since = tokio::time::Instant::now();
         let found = match self.inventory.find(&spec.uid, Some(&spec.name)).await {
             Ok(Found::ByName(cached)) => self.adoptable(&cached, spec).await?,
             found => found.map_err(|e| lookup_error(service, e))?,
         };
-        let mut full: Vec<ServerTarget> = Vec::new();
-        let lb = match found {
+        let existing = match found {
             // Read fresh and checked by `adoptable`: its labels are the ones the plan keeps.
-            Found::ByLabel(lb) | Found::ByName(lb) => lb,
-            Found::None => match mode {
-                Mode::Update => {
-                    debug!(service = %service, "no Load Balancer to update");
-                    return Ok(None);
-                }
-                Mode::Ensure => {
-                    let (lb, not_added) = self.create(&want, &owner).await?;
-                    full = not_added;
-                    lb
-                }
-            },
+            Found::ByLabel(lb) | Found::ByName(lb) => Some(lb),
+            Found::None if matches!(mode, Mode::Update) => {
+                debug!(service = %service, "no Load Balancer to update");
+                return Ok(None);
+            }
+            Found::None => None,
+        };
+        let (target, type_warnings) = self.choose_type(spec, existing).await?;
+        let certificates = self.catalog.certificates_for(spec, &owner).await.map_err(|e| catalog_error(service, e))?;
+        let port_certificates = self.catalog.port_certificates(spec).await.map_err(|e| catalog_error(service, e))?;
+        let services = desired_services_by_port(spec, &certificates.ids, &port_certificates);
+        let lb_type = match &target {
+            Target::Existing { change, .. } => change.as_ref(),
+            Target::New(t) => Some(t),
+        };
+        let want = Desired { spec, services: &services, targets: &targets, lb_type };
+
+        let mut full: Vec<ServerTarget> = Vec::new();
+        let lb = match &target {
+            Target::Existing { lb, .. } => lb.clone(),
+            Target::New(t) => {
+                let (lb, not_added) = self.create(&want, t, &owner).await?;
+                full = not_added;
+                lb
+            }
         };
         let plan = plan_update(&lb, &want);
         let lb = self.execute(&lb, plan, &owner, &targets, &mut full, since).await?;
@@ -300,36 +302,26 @@ impl HcloudLoadBalancers {
                 ),
             ));
         }
+        // Once the sync went through, like upstream's `EnsuredLoadBalancer` (one per sync).
+        for (reason, message) in type_warnings {
+            self.publish(ProviderEvent::warning(owner.clone(), reason, message));
+        }
         let nodes = targets.iter().map(|t| (t.target, t.node.clone())).collect();
         self.health.synced(&spec.uid, &owner, &lb, spec.unhealthy_target_warning_after, nodes);
         Ok(Some(status(&lb, &spec.status)))
     }
 
-    /// Creates the Load Balancer in one request. Returns it and the Nodes left out for the
-    /// type's target limit.
+    /// Creates the Load Balancer of type `lb_type` in one request. Returns it and the Nodes left
+    /// out for the type's target limit.
     async fn create(
         &self,
         want: &Desired<'_>,
+        lb_type: &LoadBalancerType,
         owner: &EventObject,
     ) -> Result<(Arc<LoadBalancer>, Vec<ServerTarget>), CloudError> {
         let spec = want.spec;
         let service = &spec.service;
-        let lb_type = match want.lb_type {
-            Some(t) => t.clone(),
-            None => {
-                self.publish(ProviderEvent::warning(
-                    owner.clone(),
-                    "LoadBalancerTypeUnconfigured",
-                    format!(
-                        "Load Balancer Type unconfigured: this will be required in the future, set it with the \
-                         annotation \"{}\" or cluster-wide with the environment variable \"HCLOUD_LOAD_BALANCERS_TYPE\"",
-                        a::TYPE
-                    ),
-                ));
-                self.catalog.lb_type(DEFAULT_TYPE, owner).await.map_err(|e| catalog_error(service, e))?
-            }
-        };
-        let (request, full) = plan_create(want, &lb_type).map_err(|inv| {
+        let (request, full) = plan_create(want, lb_type).map_err(|inv| {
             CloudError::failed(
                 INVALID,
                 format!("Service {service} cannot get a new Load Balancer, nothing was created: {inv}"),
@@ -555,6 +547,10 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
 mod adoption;
 #[path = "deletion.rs"]
 mod deletion;
+#[path = "type_lookup.rs"]
+mod type_lookup;
+
+use type_lookup::Target;
 
 #[cfg(test)]
 mod tests {

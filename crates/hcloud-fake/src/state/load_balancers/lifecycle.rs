@@ -104,12 +104,7 @@ impl State {
     /// `POST /load_balancers`: returns (load balancer id, action id).
     pub fn create_load_balancer(&mut self, req: &CreateLoadBalancerRequest) -> Result<(u64, u64), ApiError> {
         let cat = catalog();
-        let lb_type = cat.load_balancer_type(&req.load_balancer_type).ok_or_else(|| {
-            ApiError::invalid_input(
-                "load_balancer_type",
-                format!("unknown load balancer type '{}'", req.load_balancer_type.describe()),
-            )
-        })?;
+        let lb_type = self.orderable_lb_type(&req.load_balancer_type)?;
         let location = match (&req.location, &req.network_zone) {
             (Some(l), _) => cat
                 .location(l)

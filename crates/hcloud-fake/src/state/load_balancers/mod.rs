@@ -14,6 +14,7 @@
 //! - attaching to a network twice is `load_balancer_already_attached`, detaching from a
 //!   network it is not in is `load_balancer_not_attached_to_network`;
 //! - a type change below current usage is `invalid_load_balancer_type`;
+//! - a type past its `unavailable_after` cannot be ordered (create, type change): `invalid_input`;
 //! - `DELETE` with delete protection is `protected`;
 //! - removing a target or updating/deleting a service that does not exist is `not_found`.
 //!
@@ -28,7 +29,8 @@
 //! The code is split by concern: [`lifecycle`] (create, seed, update, delete and the helpers
 //! every action uses), [`services`], [`targets`], [`networks`] (attach/detach and private
 //! interfaces), [`settings`] (type, algorithm, public interface, reverse DNS, protection) and
-//! [`render`] (the served shape and listing).
+//! [`render`] (the served shape and listing), [`types`] (the types as served, with test-set
+//! deprecations).
 
 mod lifecycle;
 mod networks;
@@ -36,5 +38,6 @@ mod render;
 mod services;
 mod settings;
 mod targets;
+mod types;
 
 pub(crate) use render::LoadBalancerFilter;

@@ -81,7 +81,7 @@ impl State {
                 .map(|(network, ip)| LoadBalancerPrivateNet { network: *network, ip: ip.to_string() })
                 .collect(),
             location: lb.location.clone(),
-            load_balancer_type: lb.lb_type.clone(),
+            load_balancer_type: self.load_balancer_type_view(lb.lb_type),
             protection: lb.protection,
             labels: lb.labels.clone(),
             created: rfc3339(lb.created),

@@ -2,7 +2,6 @@
 
 use std::net::IpAddr;
 
-use crate::catalog::catalog;
 use crate::error::ApiError;
 use crate::state::effect::Effect;
 use crate::state::records::TargetRecord;
@@ -19,9 +18,7 @@ impl State {
     /// `change_type`.
     pub fn change_lb_type(&mut self, id: u64, r: &IdOrName) -> Result<u64, ApiError> {
         let lb = self.lb_for_action(id)?;
-        let lb_type = catalog().load_balancer_type(r).ok_or_else(|| {
-            ApiError::invalid_input("load_balancer_type", format!("unknown load balancer type '{}'", r.describe()))
-        })?;
+        let lb_type = self.orderable_lb_type(r)?;
         let targets: u64 = lb.targets.iter().map(|t| self.target_weight(t)).sum();
         if lb.services.len() as u64 > lb_type.max_services || targets > lb_type.max_targets {
             return Err(ApiError::new(
