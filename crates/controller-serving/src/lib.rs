@@ -26,8 +26,9 @@
 //! - [`serve_secure`]: HTTPS (rustls with the aws-lc-rs provider; HTTP/1.1 and h2 by ALPN) on
 //!   [`SecureServing`]'s address, with the given certificate files or a self-signed certificate
 //!   generated in memory (a CA plus a serving certificate for `localhost`, `127.0.0.1`, `::1`
-//!   and the host name, valid for a year). Port 0 turns it off. Paths other than the probes
-//!   are authenticated and authorized by [`DelegatingAuth`]: a `TokenReview` authenticates a
+//!   and the host name, valid for a year). Port 0 turns it off. Paths other than the always-allowed
+//!   ones (by default exactly `/healthz`, `/readyz`, `/livez`, whatever the query; not their
+//!   single-check paths, as upstream) are authenticated and authorized by [`DelegatingAuth`]: a `TokenReview` authenticates a
 //!   bearer token, a request without credentials is [`ANONYMOUS_USER`]'s (a rejected token is
 //!   401), members of `system:masters` are allowed, everyone else is checked with a
 //!   `SubjectAccessReview` for the non-resource path and verb `get` (403 when it refuses).
@@ -115,7 +116,7 @@ pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};
 pub use limits::{Limits, Timeouts};
 pub use metrics::{EncodeError, MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
-pub use routes::{METRICS_PATH, is_always_allowed};
+pub use routes::METRICS_PATH;
 pub use rustls::pki_types::CertificateDer;
 pub use server::{
     Bound, HTTP2_MAX_STREAMS, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure,

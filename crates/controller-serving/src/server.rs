@@ -109,9 +109,9 @@ pub struct Bound {
     pub task: JoinHandle<()>,
 }
 
-/// Start the secure listener with [`Limits::SECURE`]: HTTPS with `/healthz`, `/livez`,
-/// `/readyz` (and their single-check paths) open to everyone and `/metrics` behind
-/// `authorizer`.
+/// Start the secure listener with [`Limits::SECURE`]: HTTPS with the always-allowed paths
+/// (by default exactly `/healthz`, `/livez`, `/readyz`) open to everyone and every other path
+/// (`/metrics`, the single-check paths `/<probe>/<check>`) behind `authorizer`.
 ///
 /// Returns `Ok(None)` when `config.port` is 0. The socket is bound and the certificate loaded
 /// (or generated) before this returns, so an address in use or an unreadable, mismatched or

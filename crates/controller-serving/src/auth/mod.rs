@@ -92,8 +92,10 @@ pub struct AuthSettings {
     /// (`--authorization-webhook-cache-unauthorized-ttl`).
     pub unauthorized_cache_ttl: Duration,
     /// Paths served without authentication and authorization
-    /// (`--authorization-always-allow-paths`): exact, or a prefix with a trailing `*`; a probe
-    /// path also covers its single-check paths.
+    /// (`--authorization-always-allow-paths`), as upstream's path authorizer matches them: the
+    /// request path (never the query) exactly, or by prefix for a pattern ending in `*`; a
+    /// leading `/` is optional on both. A `*` elsewhere is refused by
+    /// [`DelegatingAuth::with_settings`].
     pub always_allow_paths: Vec<String>,
     /// Client certificates that authenticate requests (`--client-ca-file`, `--requestheader-*`).
     pub client_certificates: ClientCertSettings,
@@ -115,17 +117,27 @@ impl Default for AuthSettings {
 /// Upstream's `--authorization-always-allow-paths` default.
 pub const DEFAULT_ALWAYS_ALLOW_PATHS: [&str; 3] = ["/healthz", "/readyz", "/livez"];
 
-/// Whether `path` matches one of `patterns`: exactly, by a trailing-`*` prefix, or as a
-/// single-check path below a probe path (`/healthz/ping` below `/healthz`).
+/// Whether `path` (a request path, without the query) matches one of `patterns` the way
+/// upstream's always-allow-paths authorizer does: one leading `/` is dropped from both, then a
+/// pattern ending in `*` matches by prefix and any other pattern exactly (so `/` matches only
+/// `/`, and `/healthz` neither `/healthz/ping` nor `/healthz/`).
 pub fn path_matches(patterns: &[String], path: &str) -> bool {
-    patterns.iter().any(|pattern| match pattern.strip_suffix('*') {
-        Some(prefix) => path.starts_with(prefix),
-        None => {
-            path == pattern
-                || (crate::routes::is_always_allowed(pattern)
-                    && path.strip_prefix(pattern.as_str()).is_some_and(|rest| rest.starts_with('/')))
+    let path = path.strip_prefix('/').unwrap_or(path);
+    patterns.iter().any(|pattern| {
+        let pattern = pattern.strip_prefix('/').unwrap_or(pattern);
+        match pattern.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => path == pattern,
         }
     })
+}
+
+/// Refuses patterns upstream refuses: a `*` anywhere but at the end.
+fn check_always_allow_paths(patterns: &[String]) -> Result<(), crate::error::ServeError> {
+    match patterns.iter().find(|p| p.strip_suffix('*').unwrap_or(p).contains('*')) {
+        Some(pattern) => Err(crate::error::ServeError::AlwaysAllowPath { pattern: pattern.clone() }),
+        None => Ok(()),
+    }
 }
 
 impl fmt::Debug for DelegatingAuth {
@@ -167,12 +179,14 @@ impl DelegatingAuth {
 
     /// Delegate TokenReviews to `authentication`'s API server and SubjectAccessReviews to
     /// `authorization`'s, with their identities, deciding by `settings`. The client-CA files
-    /// are read here: an unreadable one is an error naming its flag.
+    /// are read here: an unreadable one is an error naming its flag, as is an always-allowed
+    /// path with a `*` other than at its end.
     pub fn with_settings(
         authentication: Client,
         authorization: Client,
         settings: AuthSettings,
     ) -> Result<Self, crate::error::ServeError> {
+        check_always_allow_paths(&settings.always_allow_paths)?;
         let client_certs = ClientCertAuth::load(&settings.client_certificates)?;
         Ok(Self::build(authentication, authorization, settings, client_certs))
     }
@@ -396,13 +410,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn always_allowed_paths_match_exactly_by_prefix_or_below_a_probe() {
-        let patterns: Vec<String> = ["/healthz", "/readyz", "/debug/*", "/metrics"].map(str::to_owned).to_vec();
-        for allowed in ["/healthz", "/healthz/ping", "/readyz/informer-sync", "/debug/", "/debug/pprof", "/metrics"] {
+    fn always_allowed_paths_match_exactly_or_by_a_trailing_star_prefix_as_upstream() {
+        let patterns: Vec<String> = ["/healthz", "readyz", "/debug/*", "/metrics"].map(str::to_owned).to_vec();
+        for allowed in ["/healthz", "healthz", "/readyz", "/debug/", "/debug/pprof", "/metrics"] {
             assert!(path_matches(&patterns, allowed), "{allowed}");
         }
-        for refused in ["/livez", "/healthzx", "/metrics/x", "/debug", "/"] {
+        // Below an exact path is another path: upstream matches exactly.
+        for refused in ["/healthz/ping", "/healthz/", "/readyz/informer-sync", "/livez", "/healthzx", "/metrics/x"] {
             assert!(!path_matches(&patterns, refused), "{refused}");
         }
+        for refused in ["/debug", "/", "//healthz"] {
+            assert!(!path_matches(&patterns, refused), "{refused}");
+        }
+        // `/` (or an empty pattern) is the root only; `*` is everything.
+        assert!(path_matches(&["/".to_owned()], "/"));
+        assert!(!path_matches(&["/".to_owned()], "/healthz"));
+        assert!(path_matches(&["*".to_owned()], "/anything/at/all"));
+        assert!(check_always_allow_paths(&patterns).is_ok());
+        assert!(check_always_allow_paths(&["/a*b".to_owned()]).is_err());
+        assert!(check_always_allow_paths(&["**".to_owned()]).is_err());
     }
 }
