@@ -47,13 +47,16 @@
 //! at debug level, answer anything else with 404, and stop when their `CancellationToken` is
 //! cancelled, giving open connections [`SHUTDOWN_GRACE`] to finish.
 //!
-//! [`Limits`] keep idle and slow clients from holding the port: every phase of a connection
-//! has a timeout ([`Timeouts`]: TLS handshake, the first request and each request's headers,
-//! HTTP/2 idle, handler, stalled writes), the HTTP version is fixed by ALPN (no sniffing of
-//! the first bytes), and at most [`Limits::MAX_CONNECTIONS`] connections are served at once;
-//! as many more wait up to [`Limits::ADMISSION_WAIT`] for a slot, first come first served,
-//! and anything beyond is closed at once. [`serve_secure_with`] and [`serve_plain_with`] take
-//! other limits.
+//! [`Limits`] keep idle, slow and greedy clients from holding the port: every phase of a
+//! connection has a timeout ([`Timeouts`]: TLS handshake, the first request and each request's
+//! headers, HTTP/2 idle, handler, stalled writes), the HTTP version is fixed by ALPN (no
+//! sniffing of the first bytes), at most [`Limits::MAX_CONNECTIONS`] connections are served at
+//! once and one client (IPv4 address or IPv6 /64) holds at most
+//! [`Limits::MAX_CONNECTIONS_PER_CLIENT`] (beyond that its connections are closed at once), of
+//! which [`Limits::RESERVED_FOR_NEW_CLIENTS`] slots go only to a client without another
+//! connection (a probe's); as many more wait up to [`Limits::ADMISSION_WAIT`] for a slot,
+//! first come first served, and anything beyond is closed at once. [`serve_secure_with`] and
+//! [`serve_plain_with`] take other limits.
 //!
 //! # Example
 //!
@@ -94,6 +97,7 @@
 //! ```
 
 mod address;
+mod admission;
 mod auth;
 mod error;
 mod health;

@@ -24,11 +24,12 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::Admission;
 use crate::auth::{Decision, DelegatingAuth, verb_for};
 use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 use crate::health::Health;
 use crate::io_timeout::WriteTimeout;
-use crate::limits::{Activity, Admission, Limits, Timeouts};
+use crate::limits::{Activity, Limits, Timeouts};
 use crate::metrics::MetricsRegistry;
 use crate::routes::{self, Body};
 use crate::sni::{SniCertKey, SniResolver};
@@ -297,7 +298,7 @@ async fn run(listener: TcpListener, server: Arc<Server>, shutdown: CancellationT
 
 async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
     let admitted = tokio::select! {
-        admitted = server.admission.admit() => admitted,
+        admitted = server.admission.admit(peer.ip()) => admitted,
         // A client that gives up while waiting leaves the waiting room at once.
         () = gone(&stream) => return,
         () = shutdown.cancelled() => return,

@@ -7,6 +7,7 @@
 mod client_certs;
 mod common;
 mod delegated_auth;
+mod one_client;
 mod plain;
 mod secure;
 mod slow_clients;
