@@ -33,7 +33,7 @@ pub enum ManagerError {
          front-proxy settings (pass --authentication-skip-lookup to not look, or \
          --authentication-tolerate-lookup-failure to continue without them)"
     )]
-    AuthenticationLookup(#[source] kube::Error),
+    AuthenticationLookup(#[source] controller_serving::LookupError),
     /// The node IPAM settings cannot be cut into node ranges (checked at flag validation
     /// already, so only a caller building `Options` by hand sees it).
     #[error("node-ipam-controller")]

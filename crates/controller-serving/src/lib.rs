@@ -96,6 +96,7 @@
 //! # }
 //! ```
 
+mod acceptor;
 mod address;
 mod admission;
 mod auth;
@@ -112,9 +113,10 @@ mod tls_params;
 
 pub use address::parse_listen_address;
 pub use auth::{
-    ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
-    DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT, RequestHeaderSettings,
-    UNAUTHENTICATED_GROUP, WARNING_INTERVAL, path_matches,
+    ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, AUTHENTICATION_CONFIGMAP,
+    AUTHENTICATION_CONFIGMAP_NAMESPACE, AUTHENTICATION_READER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
+    ClusterLookup, DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, LookupError,
+    REVIEW_TIMEOUT, RequestHeaderSettings, UNAUTHENTICATED_GROUP, WARNING_INTERVAL, path_matches,
 };
 pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};

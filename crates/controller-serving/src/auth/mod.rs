@@ -23,11 +23,12 @@
 
 mod client_cert;
 mod decision;
+mod lookup;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use sync_lock::Unpoison as _;
+use sync_lock::{Unpoison as _, UnpoisonRw as _};
 
 use http::header::HeaderValue;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
@@ -44,6 +45,10 @@ pub use decision::{
     ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, Decision, UNAUTHENTICATED_GROUP,
 };
 use decision::{CacheKey, CertIdentity, Credentials, DecisionCache, WarnLimiter};
+pub use lookup::{
+    AUTHENTICATION_CONFIGMAP, AUTHENTICATION_CONFIGMAP_NAMESPACE, AUTHENTICATION_READER_ROLE, ClusterLookup,
+    LookupError,
+};
 
 /// How long decisions are cached by default (upstream's delegated authn/authz cache TTLs).
 pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
@@ -74,9 +79,22 @@ struct Inner {
     /// Creates SubjectAccessReviews (`--authorization-kubeconfig`).
     authorization: Client,
     settings: AuthSettings,
-    client_certs: Option<ClientCertAuth>,
+    /// The client-certificate settings in use: the flags' and what was looked up in the
+    /// cluster, replaced as a whole when the lookup finds other ones.
+    client_certs: RwLock<ClientCerts>,
     cache: Mutex<DecisionCache>,
     warnings: Mutex<WarnLimiter>,
+}
+
+/// The client-certificate settings in use.
+#[derive(Default)]
+struct ClientCerts {
+    /// Counts replacements, so that the TLS layer knows when to ask for certificates anew.
+    generation: u64,
+    /// What `auth` was built from.
+    settings: ClientCertSettings,
+    /// `None` when no client certificates are configured.
+    auth: Option<Arc<ClientCertAuth>>,
 }
 
 /// How [`DelegatingAuth`] decides (upstream's delegated authentication and authorization
@@ -197,16 +215,54 @@ impl DelegatingAuth {
         settings: AuthSettings,
         client_certs: Option<ClientCertAuth>,
     ) -> Self {
+        let client_certs = ClientCerts {
+            generation: 0,
+            settings: settings.client_certificates.clone(),
+            auth: client_certs.map(Arc::new),
+        };
         Self {
             inner: Arc::new(Inner {
                 authentication,
                 authorization,
                 cache: Mutex::new(DecisionCache::new(MAX_CACHE_ENTRIES)),
                 settings,
-                client_certs,
+                client_certs: RwLock::new(client_certs),
                 warnings: Mutex::new(WarnLimiter::new(WARNING_INTERVAL)),
             }),
         }
+    }
+
+    /// Upstream's in-cluster lookup: the client CA and the front-proxy settings that the
+    /// [`AuthSettings`] leave unset (`None`) are read from `lookup`'s ConfigMap with the
+    /// authentication client's identity, once. A missing ConfigMap or key is no error (those
+    /// settings stay unset); `Err` says why nothing could be used.
+    pub async fn look_up_in_cluster(&self, lookup: ClusterLookup) -> Result<(), LookupError> {
+        let given = &self.inner.settings.client_certificates;
+        let (want_client_ca, want_request_header) = (given.client_ca.is_none(), given.request_header.is_none());
+        if !want_client_ca && !want_request_header {
+            return Ok(());
+        }
+        let data = lookup::read(&self.inner.authentication, &lookup).await?.unwrap_or_default();
+        let found = lookup::settings_from(&data, &lookup, want_client_ca, want_request_header);
+        self.use_client_certificates(found)
+    }
+
+    /// Uses `found` for the client-certificate settings the flags left unset, replacing the
+    /// ones in use as a whole (requests see the old or the new ones, never a mix).
+    fn use_client_certificates(&self, found: ClientCertSettings) -> Result<(), LookupError> {
+        let given = &self.inner.settings.client_certificates;
+        let settings = ClientCertSettings {
+            client_ca: given.client_ca.clone().or(found.client_ca),
+            request_header: given.request_header.clone().or(found.request_header),
+        };
+        if self.inner.client_certs.read_unpoisoned().settings == settings {
+            return Ok(());
+        }
+        let auth = ClientCertAuth::load(&settings)?.map(Arc::new);
+        let mut current = self.inner.client_certs.write_unpoisoned();
+        log_changes(&current.settings, &settings);
+        *current = ClientCerts { generation: current.generation + 1, settings, auth };
+        Ok(())
     }
 
     /// Whether `path` is served without authentication and authorization.
@@ -214,9 +270,16 @@ impl DelegatingAuth {
         path_matches(&self.inner.settings.always_allow_paths, path)
     }
 
-    /// The TLS layer's client-certificate verifier, when client certificates are configured.
-    pub(crate) fn tls_client_verifier(&self) -> Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
-        self.inner.client_certs.as_ref().map(ClientCertAuth::tls_verifier)
+    /// The TLS layer's client-certificate verifier while client certificates are configured,
+    /// and the generation of the settings it is for (it changes whenever they are replaced).
+    pub(crate) fn tls_client_verifier(&self) -> (u64, Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>) {
+        let current = self.inner.client_certs.read_unpoisoned();
+        (current.generation, current.auth.as_ref().map(|auth| auth.tls_verifier()))
+    }
+
+    /// The generation of the client-certificate settings in use.
+    pub(crate) fn client_cert_generation(&self) -> u64 {
+        self.inner.client_certs.read_unpoisoned().generation
     }
 
     /// Decide whether a request with `headers` over a connection whose client presented
@@ -230,7 +293,8 @@ impl DelegatingAuth {
         verb: &str,
         path: &str,
     ) -> Decision {
-        let certificate = match (&self.inner.client_certs, peer_certificates) {
+        let client_certs = self.inner.client_certs.read_unpoisoned().auth.clone();
+        let certificate = match (client_certs, peer_certificates) {
             (Some(auth), Some(chain)) => auth.authenticate(chain, headers),
             _ => CertIdentity::None,
         };
@@ -381,6 +445,36 @@ impl DelegatingAuth {
             tracing::debug!(%resource, error = %detail, "{message}");
         }
         Decision::Unavailable { message }
+    }
+}
+
+/// Logs what changes from `old` to `new` settings (looked up or given; only looked-up ones
+/// ever change).
+fn log_changes(old: &ClientCertSettings, new: &ClientCertSettings) {
+    match (&old.client_ca, &new.client_ca) {
+        (None, Some(ca)) => tracing::info!("client certificates are authenticated with the client CA from {ca}"),
+        (Some(_), Some(ca)) if old.client_ca != new.client_ca => {
+            tracing::info!("the client CA from {ca} changed; using the new one");
+        }
+        (Some(ca), None) => {
+            tracing::warn!("no client CA any more ({ca} is gone): client certificates no longer authenticate");
+        }
+        _ => {}
+    }
+    match (&old.request_header, &new.request_header) {
+        (None, Some(rh)) => {
+            tracing::info!("front-proxy requests are authenticated with the settings from {}", rh.ca);
+        }
+        (Some(_), Some(rh)) if old.request_header != new.request_header => {
+            tracing::info!("the front-proxy settings from {} changed; using the new ones", rh.ca);
+        }
+        (Some(rh), None) => {
+            tracing::warn!(
+                "no front-proxy settings any more ({} is gone): front-proxy requests are not authenticated",
+                rh.ca
+            );
+        }
+        _ => {}
     }
 }
 
