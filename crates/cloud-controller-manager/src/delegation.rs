@@ -2,11 +2,12 @@
 //! clients (`--authentication-kubeconfig`, `--authorization-kubeconfig`), and upstream's
 //! in-cluster lookup of missing client-certificate settings in the ConfigMap
 //! `kube-system/extension-apiserver-authentication` (`--authentication-skip-lookup`,
-//! `--authentication-tolerate-lookup-failure`; see [`controller_serving::ClusterLookup`]).
+//! `--authentication-tolerate-lookup-failure`): read at start-up, then again every minute (see
+//! [`DelegatingAuth::look_up_in_cluster`]).
 
 use controller_serving::{
     AUTHENTICATION_CONFIGMAP, AUTHENTICATION_CONFIGMAP_NAMESPACE, AUTHENTICATION_READER_ROLE, AuthSettings,
-    ClientCertSettings, ClusterLookup, DelegatingAuth,
+    ClientCertSettings, ClusterLookup, DelegatingAuth, LookupError,
 };
 use tracing::warn;
 
@@ -41,14 +42,35 @@ pub(crate) async fn delegating_auth(
     }
     match delegating.look_up_in_cluster(ClusterLookup::default()).await {
         Ok(()) => {}
+        Err(error @ (LookupError::Read { .. } | LookupError::Timeout { .. })) if auth.tolerate_lookup_failure => {
+            warn!(
+                "cannot read configmap {AUTHENTICATION_CONFIGMAP_NAMESPACE}/{AUTHENTICATION_CONFIGMAP} to look up the \
+                 client CA and front-proxy settings ({}); continuing without them and trying again in the \
+                 background (bind the Role {AUTHENTICATION_READER_ROLE} in {AUTHENTICATION_CONFIGMAP_NAMESPACE} to \
+                 this identity, pass --authentication-skip-lookup to not look, or \
+                 --authentication-tolerate-lookup-failure=false to make this fatal)",
+                error_chain(&error)
+            );
+        }
         Err(error) if auth.tolerate_lookup_failure => warn!(
-            "cannot read configmap {AUTHENTICATION_CONFIGMAP_NAMESPACE}/{AUTHENTICATION_CONFIGMAP} to look up the \
-             client CA and front-proxy settings ({error}); continuing without them (bind the Role \
-             {AUTHENTICATION_READER_ROLE} in {AUTHENTICATION_CONFIGMAP_NAMESPACE} to this identity, pass \
-             --authentication-skip-lookup to not look, or --authentication-tolerate-lookup-failure=false to \
-             make this fatal)"
+            "{}: the client CA and front-proxy settings of configmap \
+             {AUTHENTICATION_CONFIGMAP_NAMESPACE}/{AUTHENTICATION_CONFIGMAP} are not used until it is fixed (it is \
+             read again every minute; --authentication-tolerate-lookup-failure=false makes this fatal)",
+            error_chain(&error)
         ),
         Err(error) => return Err(ManagerError::AuthenticationLookup(error)),
     }
     Ok(delegating)
+}
+
+/// An error and its sources, `: `-separated.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -36,7 +36,9 @@
 //!   `system:auth-delegator`. [`AuthSettings`] (via [`DelegatingAuth::with_settings`]) adds
 //!   upstream's other options: separate clients for the two reviews, the cache TTLs, the
 //!   always-allowed paths, client certificates of a client CA (CommonName as user,
-//!   Organizations as groups) and a front proxy's certificate with `X-Remote-*` headers.
+//!   Organizations as groups) and a front proxy's certificate with `X-Remote-*` headers;
+//!   [`DelegatingAuth::look_up_in_cluster`] reads those the settings leave unset from the API
+//!   server's ConfigMap ([`ClusterLookup`]) at start and every minute after.
 //! - TLS parameters with Go's names ([`parse_tls_params`]): minimum version, TLS 1.2 cipher
 //!   suites, key exchange groups; HTTP/2 can be turned off, `SO_REUSEPORT` turned on.
 //! - [`serve_plain`]: plain HTTP for scrapers that expect it, without authentication, with the

@@ -5,6 +5,7 @@
 //! (`test_harness::ControlPlane::exclusive`).
 
 mod client_certs;
+mod cluster_lookup;
 mod common;
 mod delegated_auth;
 mod one_client;

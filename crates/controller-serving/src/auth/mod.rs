@@ -234,16 +234,39 @@ impl DelegatingAuth {
 
     /// Upstream's in-cluster lookup: the client CA and the front-proxy settings that the
     /// [`AuthSettings`] leave unset (`None`) are read from `lookup`'s ConfigMap with the
-    /// authentication client's identity, once. A missing ConfigMap or key is no error (those
-    /// settings stay unset); `Err` says why nothing could be used.
+    /// authentication client's identity, now and then again every `lookup.refresh` (after a
+    /// failure sooner, see [`ClusterLookup`]) for as long as this value or a clone lives. What a
+    /// read finds replaces the looked-up settings in use as a whole; a failed read or content
+    /// upstream refuses (a `requestheader-*` list that is not a JSON array of strings, a CA
+    /// bundle without a certificate) keeps them (none before the first good read). A missing
+    /// ConfigMap or key is no error: those settings are then unset. Call it once.
+    ///
+    /// `Err`: why the first read found nothing usable (the caller decides whether that is
+    /// fatal, upstream's `--authentication-tolerate-lookup-failure`); the lookup goes on anyway.
     pub async fn look_up_in_cluster(&self, lookup: ClusterLookup) -> Result<(), LookupError> {
         let given = &self.inner.settings.client_certificates;
-        let (want_client_ca, want_request_header) = (given.client_ca.is_none(), given.request_header.is_none());
-        if !want_client_ca && !want_request_header {
+        if given.client_ca.is_some() && given.request_header.is_some() {
             return Ok(());
         }
-        let data = lookup::read(&self.inner.authentication, &lookup).await?.unwrap_or_default();
-        let found = lookup::settings_from(&data, &lookup, want_client_ca, want_request_header);
+        let first = self.look_up_once(&lookup).await;
+        lookup::keep_looking(Arc::downgrade(&self.inner), lookup, first.is_err());
+        first
+    }
+
+    /// One read of the ConfigMap, and its content used.
+    async fn look_up_once(&self, lookup: &ClusterLookup) -> Result<(), LookupError> {
+        let data = lookup::read(&self.inner.authentication, lookup).await?.unwrap_or_default();
+        self.use_configmap(&data, lookup)
+    }
+
+    /// Uses the ConfigMap's `data` for the settings the flags left unset.
+    fn use_configmap(
+        &self,
+        data: &std::collections::BTreeMap<String, String>,
+        lookup: &ClusterLookup,
+    ) -> Result<(), LookupError> {
+        let given = &self.inner.settings.client_certificates;
+        let found = lookup::settings_from(data, lookup, given.client_ca.is_none(), given.request_header.is_none())?;
         self.use_client_certificates(found)
     }
 
@@ -260,7 +283,7 @@ impl DelegatingAuth {
         }
         let auth = ClientCertAuth::load(&settings)?.map(Arc::new);
         let mut current = self.inner.client_certs.write_unpoisoned();
-        log_changes(&current.settings, &settings);
+        lookup::log_changes(&current.settings, &settings);
         *current = ClientCerts { generation: current.generation + 1, settings, auth };
         Ok(())
     }
@@ -445,36 +468,6 @@ impl DelegatingAuth {
             tracing::debug!(%resource, error = %detail, "{message}");
         }
         Decision::Unavailable { message }
-    }
-}
-
-/// Logs what changes from `old` to `new` settings (looked up or given; only looked-up ones
-/// ever change).
-fn log_changes(old: &ClientCertSettings, new: &ClientCertSettings) {
-    match (&old.client_ca, &new.client_ca) {
-        (None, Some(ca)) => tracing::info!("client certificates are authenticated with the client CA from {ca}"),
-        (Some(_), Some(ca)) if old.client_ca != new.client_ca => {
-            tracing::info!("the client CA from {ca} changed; using the new one");
-        }
-        (Some(ca), None) => {
-            tracing::warn!("no client CA any more ({ca} is gone): client certificates no longer authenticate");
-        }
-        _ => {}
-    }
-    match (&old.request_header, &new.request_header) {
-        (None, Some(rh)) => {
-            tracing::info!("front-proxy requests are authenticated with the settings from {}", rh.ca);
-        }
-        (Some(_), Some(rh)) if old.request_header != new.request_header => {
-            tracing::info!("the front-proxy settings from {} changed; using the new ones", rh.ca);
-        }
-        (Some(rh), None) => {
-            tracing::warn!(
-                "no front-proxy settings any more ({} is gone): front-proxy requests are not authenticated",
-                rh.ca
-            );
-        }
-        _ => {}
     }
 }
 
