@@ -271,7 +271,9 @@ impl DelegatingAuth {
     }
 
     /// Uses `found` for the client-certificate settings the flags left unset, replacing the
-    /// ones in use as a whole (requests see the old or the new ones, never a mix).
+    /// ones in use as a whole (requests see the old or the new ones, never a mix; connections
+    /// keep what their handshake asked for). Only a change rebuilds them, and then the flags'
+    /// CA files are read again too; anything unusable keeps the settings in use.
     fn use_client_certificates(&self, found: ClientCertSettings) -> Result<(), LookupError> {
         let given = &self.inner.settings.client_certificates;
         let settings = ClientCertSettings {
