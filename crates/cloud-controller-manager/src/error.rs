@@ -29,11 +29,11 @@ pub enum ManagerError {
     /// The in-cluster lookup of the authentication settings failed
     /// (`--authentication-tolerate-lookup-failure=false`).
     #[error(
-        "cannot read configmap kube-system/extension-apiserver-authentication to look up the client CA and \
-         front-proxy settings (pass --authentication-skip-lookup to not look, or \
-         --authentication-tolerate-lookup-failure to continue without them)"
+        "looking up the client CA and front-proxy settings in configmap \
+         kube-system/extension-apiserver-authentication failed (pass --authentication-skip-lookup to not look, \
+         or --authentication-tolerate-lookup-failure to continue without them and keep trying)"
     )]
-    AuthenticationLookup(#[source] kube::Error),
+    AuthenticationLookup(#[source] controller_serving::LookupError),
     /// The node IPAM settings cannot be cut into node ranges (checked at flag validation
     /// already, so only a caller building `Options` by hand sees it).
     #[error("node-ipam-controller")]

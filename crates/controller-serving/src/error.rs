@@ -67,6 +67,12 @@ pub enum ServeError {
     /// leave nothing to negotiate with.
     #[error("the TLS settings (--tls-min-version, --tls-cipher-suites, --tls-curve-preferences) are unusable: {0}")]
     TlsParams(String),
+    /// An `--authorization-always-allow-paths` pattern with a `*` other than at its end.
+    #[error("--authorization-always-allow-paths: only a trailing * is allowed, not {pattern:?}")]
+    AlwaysAllowPath {
+        /// The refused pattern.
+        pattern: String,
+    },
     /// A client CA bundle (`--client-ca-file`, `--requestheader-client-ca-file`) is unusable.
     #[error("{flag} {origin}: {reason}")]
     ClientCa {

@@ -26,8 +26,9 @@
 //! - [`serve_secure`]: HTTPS (rustls with the aws-lc-rs provider; HTTP/1.1 and h2 by ALPN) on
 //!   [`SecureServing`]'s address, with the given certificate files or a self-signed certificate
 //!   generated in memory (a CA plus a serving certificate for `localhost`, `127.0.0.1`, `::1`
-//!   and the host name, valid for a year). Port 0 turns it off. Paths other than the probes
-//!   are authenticated and authorized by [`DelegatingAuth`]: a `TokenReview` authenticates a
+//!   and the host name, valid for a year). Port 0 turns it off. Paths other than the always-allowed
+//!   ones (by default exactly `/healthz`, `/readyz`, `/livez`, whatever the query; not their
+//!   single-check paths, as upstream) are authenticated and authorized by [`DelegatingAuth`]: a `TokenReview` authenticates a
 //!   bearer token, a request without credentials is [`ANONYMOUS_USER`]'s (a rejected token is
 //!   401), members of `system:masters` are allowed, everyone else is checked with a
 //!   `SubjectAccessReview` for the non-resource path and verb `get` (403 when it refuses).
@@ -35,7 +36,9 @@
 //!   `system:auth-delegator`. [`AuthSettings`] (via [`DelegatingAuth::with_settings`]) adds
 //!   upstream's other options: separate clients for the two reviews, the cache TTLs, the
 //!   always-allowed paths, client certificates of a client CA (CommonName as user,
-//!   Organizations as groups) and a front proxy's certificate with `X-Remote-*` headers.
+//!   Organizations as groups) and a front proxy's certificate with `X-Remote-*` headers;
+//!   [`DelegatingAuth::look_up_in_cluster`] reads those the settings leave unset from the API
+//!   server's ConfigMap ([`ClusterLookup`]) at start and every minute after.
 //! - TLS parameters with Go's names ([`parse_tls_params`]): minimum version, TLS 1.2 cipher
 //!   suites, key exchange groups; HTTP/2 can be turned off, `SO_REUSEPORT` turned on.
 //! - [`serve_plain`]: plain HTTP for scrapers that expect it, without authentication, with the
@@ -46,13 +49,16 @@
 //! at debug level, answer anything else with 404, and stop when their `CancellationToken` is
 //! cancelled, giving open connections [`SHUTDOWN_GRACE`] to finish.
 //!
-//! [`Limits`] keep idle and slow clients from holding the port: every phase of a connection
-//! has a timeout ([`Timeouts`]: TLS handshake, the first request and each request's headers,
-//! HTTP/2 idle, handler, stalled writes), the HTTP version is fixed by ALPN (no sniffing of
-//! the first bytes), and at most [`Limits::MAX_CONNECTIONS`] connections are served at once;
-//! as many more wait up to [`Limits::ADMISSION_WAIT`] for a slot, first come first served,
-//! and anything beyond is closed at once. [`serve_secure_with`] and [`serve_plain_with`] take
-//! other limits.
+//! [`Limits`] keep idle, slow and greedy clients from holding the port: every phase of a
+//! connection has a timeout ([`Timeouts`]: TLS handshake, the first request and each request's
+//! headers, HTTP/2 idle, handler, stalled writes), the HTTP version is fixed by ALPN (no
+//! sniffing of the first bytes), at most [`Limits::MAX_CONNECTIONS`] connections are served at
+//! once and one client (IPv4 address or IPv6 /64) holds at most
+//! [`Limits::MAX_CONNECTIONS_PER_CLIENT`] (beyond that its connections are closed at once), of
+//! which [`Limits::RESERVED_FOR_NEW_CLIENTS`] slots go only to a client without another
+//! connection (a probe's); as many more wait up to [`Limits::ADMISSION_WAIT`] for a slot,
+//! first come first served, and anything beyond is closed at once. [`serve_secure_with`] and
+//! [`serve_plain_with`] take other limits.
 //!
 //! # Example
 //!
@@ -92,7 +98,9 @@
 //! # }
 //! ```
 
+mod acceptor;
 mod address;
+mod admission;
 mod auth;
 mod error;
 mod health;
@@ -107,15 +115,16 @@ mod tls_params;
 
 pub use address::parse_listen_address;
 pub use auth::{
-    ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
-    DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, REVIEW_TIMEOUT, RequestHeaderSettings,
-    UNAUTHENTICATED_GROUP, WARNING_INTERVAL, path_matches,
+    ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, AUTHENTICATION_CONFIGMAP,
+    AUTHENTICATION_CONFIGMAP_NAMESPACE, AUTHENTICATION_READER_ROLE, AuthSettings, CaBundle, ClientCertSettings,
+    ClusterLookup, DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL, Decision, DelegatingAuth, LookupError,
+    REVIEW_TIMEOUT, RequestHeaderSettings, UNAUTHENTICATED_GROUP, WARNING_INTERVAL, path_matches,
 };
 pub use error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
 pub use health::{CheckReport, Health, Outcome, PING, Probe, Report};
 pub use limits::{Limits, Timeouts};
 pub use metrics::{EncodeError, MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
-pub use routes::{METRICS_PATH, is_always_allowed};
+pub use routes::METRICS_PATH;
 pub use rustls::pki_types::CertificateDer;
 pub use server::{
     Bound, HTTP2_MAX_STREAMS, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure,

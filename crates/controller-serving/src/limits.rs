@@ -1,10 +1,11 @@
-//! What a listener allows one client: a timeout on every phase of a connection, and a cap on
-//! the connections served at once, so that idle or slow clients cannot hold tasks and file
-//! descriptors until `/healthz` and `/metrics` stop answering.
+//! What a listener allows one client: a timeout on every phase of a connection, and caps on
+//! the connections served at once, in all and per client, so that idle, slow or greedy clients
+//! cannot hold tasks and file descriptors until `/healthz` and `/metrics` stop answering.
 //!
 //! ```text
-//!  accept ─► admission: a free slot, or wait up to `admission_wait` (at most `max_connections`
-//!            │          connections wait; beyond that, closed at once)
+//!  accept ─► admission (see `admission`): the client's cap, then a free slot (the reserved
+//!            │ ones only for a client without another connection), or wait up to
+//!            │ `admission_wait` (at most `max_connections` wait; beyond that, closed at once)
 //!            ▼
 //!          TLS handshake (`tls_handshake`) ─► HTTP/1 or h2, as ALPN chose (no sniffing)
 //!            ▼
@@ -14,10 +15,9 @@
 //! ```
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// Timeouts of one listener.
@@ -66,78 +66,39 @@ pub struct Limits {
     pub timeouts: Timeouts,
     /// Connections served at once (at least 1). As many more may wait for a slot.
     pub max_connections: usize,
+    /// Connections one client may have open or waiting at once (at least 1); beyond that its
+    /// new connections are closed at once. A client is an IPv4 address or an IPv6 /64.
+    pub max_connections_per_client: usize,
+    /// Slots of `max_connections` kept for clients that have no other connection open or
+    /// waiting (a kubelet probe's), so that clients holding several connections cannot take
+    /// them all. At most `max_connections - 1`.
+    pub reserved_for_new_clients: usize,
     /// How long a connection beyond `max_connections` waits for a slot before it is closed.
     pub admission_wait: Duration,
 }
 
 impl Limits {
     /// Connections served at once by default: a health and metrics port has a few clients
-    /// (probes, one scraper per Prometheus replica), so 64 is ample and bounds the memory and
+    /// (probes, one scraper per Prometheus replica), so 128 is ample and bounds the memory and
     /// file descriptors a flood of connections can take.
-    pub const MAX_CONNECTIONS: usize = 64;
+    pub const MAX_CONNECTIONS: usize = 128;
+    /// Connections one client may hold by default: a probe or a scraper uses one or two.
+    pub const MAX_CONNECTIONS_PER_CLIENT: usize = 8;
+    /// Slots kept for clients without another connection by default.
+    pub const RESERVED_FOR_NEW_CLIENTS: usize = 16;
     /// How long a connection beyond the cap waits by default: the default timeout of a
     /// kubelet probe, the main client of this port.
     pub const ADMISSION_WAIT: Duration = Duration::from_secs(1);
     /// The plain listener's limits.
-    pub const PLAIN: Limits = Limits {
-        timeouts: Timeouts::PLAIN,
-        max_connections: Self::MAX_CONNECTIONS,
-        admission_wait: Self::ADMISSION_WAIT,
-    };
+    pub const PLAIN: Limits = Limits { timeouts: Timeouts::PLAIN, ..Self::SECURE };
     /// The secure listener's limits.
     pub const SECURE: Limits = Limits {
         timeouts: Timeouts::SECURE,
         max_connections: Self::MAX_CONNECTIONS,
+        max_connections_per_client: Self::MAX_CONNECTIONS_PER_CLIENT,
+        reserved_for_new_clients: Self::RESERVED_FOR_NEW_CLIENTS,
         admission_wait: Self::ADMISSION_WAIT,
     };
-}
-
-/// Why a connection was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refused {
-    /// As many connections as are served already wait for a slot.
-    WaitingRoomFull,
-    /// No slot freed up within the admission wait.
-    NoSlotInTime,
-}
-
-/// The connection cap of one listener: `max` slots, and as many connections waiting for one
-/// (first come, first served) for at most `wait`.
-pub(crate) struct Admission {
-    slots: Arc<Semaphore>,
-    waiting_room: Arc<Semaphore>,
-    wait: Duration,
-    refused: AtomicU64,
-}
-
-impl Admission {
-    pub(crate) fn new(limits: &Limits) -> Self {
-        let max = limits.max_connections.max(1);
-        Admission {
-            slots: Arc::new(Semaphore::new(max)),
-            waiting_room: Arc::new(Semaphore::new(max)),
-            wait: limits.admission_wait,
-            refused: AtomicU64::new(0),
-        }
-    }
-
-    /// A slot for a new connection, held until the permit is dropped.
-    pub(crate) async fn admit(&self) -> Result<OwnedSemaphorePermit, Refused> {
-        if let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() {
-            return Ok(slot);
-        }
-        let _waiting = Arc::clone(&self.waiting_room).try_acquire_owned().map_err(|_| Refused::WaitingRoomFull)?;
-        match tokio::time::timeout(self.wait, Arc::clone(&self.slots).acquire_owned()).await {
-            Ok(Ok(slot)) => Ok(slot),
-            // The semaphore is never closed; a closed one admits nobody either.
-            Ok(Err(_)) | Err(_) => Err(Refused::NoSlotInTime),
-        }
-    }
-
-    /// Counts a refused connection; the new total.
-    pub(crate) fn refused(&self) -> u64 {
-        self.refused.fetch_add(1, Ordering::Relaxed) + 1
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -235,34 +196,5 @@ mod tests {
         assert!(watcher.await.expect("the watcher does not panic"), "requests were served");
         assert_eq!(ended - started, 67 * SECOND);
         assert_eq!(started.elapsed(), 77 * SECOND, "idle 10 s after the last request ended");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn beyond_the_cap_connections_wait_briefly_and_beyond_the_waiting_room_are_refused() {
-        let limits = Limits { max_connections: 2, admission_wait: 5 * SECOND, ..Limits::SECURE };
-        let admission = Arc::new(Admission::new(&limits));
-        let first = admission.admit().await.expect("a free slot");
-        let _second = admission.admit().await.expect("a free slot");
-        let started = Instant::now();
-        let waiting: Vec<_> = (0..2)
-            .map(|_| {
-                let admission = Arc::clone(&admission);
-                tokio::spawn(async move { admission.admit().await.map(|slot| (slot, Instant::now())) })
-            })
-            .collect();
-        tokio::task::yield_now().await;
-        assert_eq!(admission.admit().await.err(), Some(Refused::WaitingRoomFull));
-        let released = Instant::now() + 2 * SECOND;
-        tokio::time::sleep_until(released).await;
-        drop(first);
-        let mut outcomes = Vec::new();
-        for waiter in waiting {
-            // Slots stay held in `outcomes`.
-            outcomes.push(waiter.await.expect("the waiter does not panic"));
-        }
-        let admitted_after: Vec<_> = outcomes.iter().map(|o| o.as_ref().map(|(_, at)| *at - released)).collect();
-        // The first in line gets the freed slot at once; the other one gives up after waiting 5 s.
-        assert_eq!(admitted_after, vec![Ok(Duration::ZERO), Err(&Refused::NoSlotInTime)]);
-        assert_eq!(started.elapsed(), 5 * SECOND);
     }
 }

@@ -46,17 +46,6 @@ pub(crate) fn route(path: &str) -> Route {
     }
 }
 
-/// Whether `path` is served without authentication and authorization: the probe paths
-/// `/healthz`, `/livez`, `/readyz` and everything below them (upstream's
-/// `--authorization-always-allow-paths` default, extended to the single-check paths).
-pub fn is_always_allowed(path: &str) -> bool {
-    Probe::ALL.into_iter().any(|probe| {
-        path.strip_prefix('/')
-            .and_then(|rest| rest.strip_prefix(probe.name()))
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
-}
-
 /// The response to `method` on `route` with `query` (the raw query string). Runs health checks
 /// or encodes metrics; failed checks are logged with their real reasons at warn level.
 pub(crate) fn respond(
@@ -199,16 +188,6 @@ mod tests {
         assert_eq!(route("/healthz/a%20b"), Route::ProbeCheck(Probe::Healthz, "a b".to_owned()));
         for path in ["/", "", "/healthz/", "/healthz/a/b", "/healthzz", "/metrics/", "/metricsx", "/debug/pprof"] {
             assert_eq!(route(path), Route::NotFound, "{path:?}");
-        }
-    }
-
-    #[test]
-    fn always_allowed_paths_are_the_probes_and_below() {
-        for path in ["/healthz", "/livez", "/readyz", "/healthz/ping", "/readyz/x/y", "/livez/"] {
-            assert!(is_always_allowed(path), "{path}");
-        }
-        for path in ["/metrics", "/healthzz", "/", "/debug/healthz", "healthz", "/configz"] {
-            assert!(!is_always_allowed(path), "{path}");
         }
     }
 

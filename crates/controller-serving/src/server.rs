@@ -7,32 +7,29 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use http::header::{HeaderValue, WWW_AUTHENTICATE};
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use rustls::ServerConfig;
 use rustls::pki_types::CertificateDer;
-use rustls::server::danger::ClientCertVerifier;
-use rustls::sign::CertifiedKey;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use crate::acceptor::Acceptor;
+use crate::admission::Admission;
 use crate::auth::{Decision, DelegatingAuth, verb_for};
-use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
+use crate::error::ServeError;
 use crate::health::Health;
 use crate::io_timeout::WriteTimeout;
-use crate::limits::{Activity, Admission, Limits, Timeouts};
+use crate::limits::{Activity, Limits, Timeouts};
 use crate::metrics::MetricsRegistry;
 use crate::routes::{self, Body};
-use crate::sni::{SniCertKey, SniResolver};
-use crate::tls;
+use crate::sni::SniCertKey;
 use crate::tls_params::TlsParams;
 
 /// How long open connections may finish their requests after shutdown before they are cut.
@@ -109,9 +106,9 @@ pub struct Bound {
     pub task: JoinHandle<()>,
 }
 
-/// Start the secure listener with [`Limits::SECURE`]: HTTPS with `/healthz`, `/livez`,
-/// `/readyz` (and their single-check paths) open to everyone and `/metrics` behind
-/// `authorizer`.
+/// Start the secure listener with [`Limits::SECURE`]: HTTPS with the always-allowed paths
+/// (by default exactly `/healthz`, `/livez`, `/readyz`) open to everyone and every other path
+/// (`/metrics`, the single-check paths `/<probe>/<check>`) behind `authorizer`.
 ///
 /// Returns `Ok(None)` when `config.port` is 0. The socket is bound and the certificate loaded
 /// (or generated) before this returns, so an address in use or an unreadable, mismatched or
@@ -141,8 +138,7 @@ pub async fn serve_secure_with(
         tracing::info!("secure serving is off (--secure-port=0)");
         return Ok(None);
     }
-    let (tls_config, certificate_chain) =
-        server_config(config, authorizer.as_ref().and_then(DelegatingAuth::tls_client_verifier))?;
+    let (acceptor, certificate_chain) = Acceptor::new(config, authorizer.clone())?;
     let addr = SocketAddr::new(config.bind_address, config.port);
     let listener = bind(addr, SECURE_SETTING, config.reuse_port).await?;
     let local_addr = local_addr(&listener, addr, SECURE_SETTING)?;
@@ -151,7 +147,7 @@ pub async fn serve_secure_with(
     }
     let certificate = if config.cert_file.is_some() { "from --tls-cert-file" } else { "self-signed, in memory" };
     tracing::info!(%local_addr, certificate, "serving HTTPS");
-    let mut server = Server::new("secure", health, metrics, authorizer, Some(TlsAcceptor::from(tls_config)), limits);
+    let mut server = Server::new("secure", health, metrics, authorizer, Some(acceptor), limits);
     if config.http2_max_streams > 0 {
         server.http2_max_streams = config.http2_max_streams;
     }
@@ -234,7 +230,7 @@ struct Server {
     health: Health,
     metrics: MetricsRegistry,
     authorizer: Option<DelegatingAuth>,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Acceptor>,
     timeouts: Timeouts,
     admission: Admission,
     http2_max_streams: u32,
@@ -246,7 +242,7 @@ impl Server {
         health: Health,
         metrics: MetricsRegistry,
         authorizer: Option<DelegatingAuth>,
-        tls: Option<TlsAcceptor>,
+        tls: Option<Acceptor>,
         limits: Limits,
     ) -> Self {
         let admission = Admission::new(&limits);
@@ -297,7 +293,7 @@ async fn run(listener: TcpListener, server: Arc<Server>, shutdown: CancellationT
 
 async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
     let admitted = tokio::select! {
-        admitted = server.admission.admit() => admitted,
+        admitted = server.admission.admit(peer.ip()) => admitted,
         // A client that gives up while waiting leaves the waiting room at once.
         () = gone(&stream) => return,
         () = shutdown.cancelled() => return,
@@ -316,7 +312,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, sh
     };
     // Best effort: small responses should not wait for Nagle.
     let _ = stream.set_nodelay(true);
-    let Some(acceptor) = server.tls.clone() else {
+    let Some(acceptor) = server.tls.as_ref().map(Acceptor::get) else {
         let io = WriteTimeout::new(stream, server.timeouts.write);
         return serve_http(server, io, Protocol::Http1, peer, None, shutdown).await;
     };
@@ -496,51 +492,4 @@ async fn respond(
         tracing::warn!(%path, "answering the request failed: {error}");
         routes::text(StatusCode::INTERNAL_SERVER_ERROR, "internal server error\n".to_owned())
     })
-}
-
-/// The TLS configuration for the given files, or for a fresh self-signed certificate when
-/// neither file is given; also returns the certificate chain the server presents.
-pub(crate) fn server_config(
-    settings: &SecureServing,
-    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
-) -> Result<(Arc<ServerConfig>, Vec<CertificateDer<'static>>), ServeError> {
-    let (cert_name, bind_address, params) = (&settings.cert_name, settings.bind_address, &settings.tls);
-    let (certificate, files) = match (settings.cert_file.as_deref(), settings.key_file.as_deref()) {
-        (Some(cert), Some(key)) => (tls::from_files(cert, key)?, Some((cert, key))),
-        (Some(_), None) => return Err(ServeError::IncompletePair { given: CERT_FILE_FLAG, missing: KEY_FILE_FLAG }),
-        (None, Some(_)) => return Err(ServeError::IncompletePair { given: KEY_FILE_FLAG, missing: CERT_FILE_FLAG }),
-        (None, None) => (
-            tls::self_signed(
-                cert_name,
-                &tls::subject_alt_names(tls::hostname().as_deref(), bind_address),
-                SystemTime::now(),
-            )?,
-            None,
-        ),
-    };
-    let chain = certificate.chain.clone();
-    let unusable = |reason: String| match files {
-        Some((cert, key)) => ServeError::Pair { cert: cert.to_owned(), key: key.to_owned(), reason },
-        None => ServeError::SelfSigned(reason),
-    };
-    let provider = params.provider();
-    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(&params.versions())
-        .map_err(|e| ServeError::TlsParams(e.to_string()))?;
-    let builder = match client_verifier {
-        Some(verifier) => builder.with_client_cert_verifier(verifier),
-        None => builder.with_no_client_auth(),
-    };
-    let mut config = if settings.sni_certificates.is_empty() {
-        builder.with_single_cert(certificate.chain, certificate.key).map_err(|e| unusable(e.to_string()))?
-    } else {
-        let default = CertifiedKey::from_der(certificate.chain, certificate.key, &provider)
-            .map_err(|e| unusable(e.to_string()))?;
-        let resolver = SniResolver::new(Arc::new(default), &settings.sni_certificates, &provider)?;
-        builder.with_cert_resolver(Arc::new(resolver))
-    };
-    // `--disable-http2-serving`: HTTP/2 is then never chosen by ALPN.
-    config.alpn_protocols =
-        if settings.http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
-    Ok((Arc::new(config), chain))
 }

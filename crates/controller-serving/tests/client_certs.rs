@@ -22,13 +22,13 @@ use test_harness::ControlPlane;
 use tokio_util::sync::CancellationToken;
 
 /// A CA that signs client certificates.
-struct Ca {
+pub(crate) struct Ca {
     issuer: Issuer<'static, KeyPair>,
-    pem: String,
+    pub(crate) pem: String,
 }
 
 impl Ca {
-    fn new(name: &str) -> Ca {
+    pub(crate) fn new(name: &str) -> Ca {
         let mut params = CertificateParams::default();
         params.distinguished_name.push(DnType::CommonName, name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -39,7 +39,7 @@ impl Ca {
     }
 
     /// A client certificate and key (PEM, concatenated) for `common_name` in `organizations`.
-    fn client(&self, common_name: &str, organizations: &[&str]) -> String {
+    pub(crate) fn client(&self, common_name: &str, organizations: &[&str]) -> String {
         let mut params = CertificateParams::default();
         params.distinguished_name.push(DnType::CommonName, common_name);
         for o in organizations {
@@ -63,7 +63,7 @@ async fn control_plane() -> &'static ControlPlane {
     ControlPlane::shared().await.expect("the test control plane starts")
 }
 
-async fn start(auth: DelegatingAuth) -> (Bound, CancellationToken) {
+pub(crate) async fn start(auth: DelegatingAuth) -> (Bound, CancellationToken) {
     let shutdown = CancellationToken::new();
     let metrics = MetricsRegistry::new();
     let bound = serve_secure(&loopback_settings(free_port()), Health::new(), metrics, Some(auth), shutdown.clone())
@@ -74,7 +74,7 @@ async fn start(auth: DelegatingAuth) -> (Bound, CancellationToken) {
 }
 
 /// A client trusting the server's CA, presenting `identity` (certificate and key PEM).
-fn client(bound: &Bound, identity: Option<&str>) -> reqwest::Client {
+pub(crate) fn client(bound: &Bound, identity: Option<&str>) -> reqwest::Client {
     let ca = reqwest::Certificate::from_der(bound.certificate_chain.last().unwrap()).unwrap();
     let mut builder = reqwest::Client::builder()
         .tls_certs_only([ca])
@@ -86,7 +86,7 @@ fn client(bound: &Bound, identity: Option<&str>) -> reqwest::Client {
     builder.build().unwrap()
 }
 
-async fn get(client: &reqwest::Client, bound: &Bound, headers: &[(&str, &str)]) -> (StatusCode, String) {
+pub(crate) async fn get(client: &reqwest::Client, bound: &Bound, headers: &[(&str, &str)]) -> (StatusCode, String) {
     let mut request = client.get(format!("https://localhost:{}/metrics", bound.local_addr.port()));
     for (k, v) in headers {
         request = request.header(*k, *v);

@@ -77,11 +77,45 @@ async fn tokens_are_reviewed_by_the_api_server() {
     assert_eq!(body, format!("forbidden: User \"{RESTRICTED_USER}\" cannot get path \"/metrics\"\n"));
 
     // Probe paths need no credentials at all; unknown paths are authorized first, then 404.
-    for path in ["/healthz", "/livez", "/readyz", "/readyz/ping"] {
+    for path in ["/healthz", "/livez", "/readyz"] {
         assert_eq!(get(&client, running.url(path), None).await, (StatusCode::OK, "ok".to_owned()), "{path}");
     }
     assert_eq!(get(&client, running.url("/configz"), None).await.0, StatusCode::FORBIDDEN);
     assert_eq!(get(&client, running.url("/configz"), Some(control_plane.admin_token())).await.0, StatusCode::NOT_FOUND);
+}
+
+/// Upstream's `--authorization-always-allow-paths` matches the request path exactly (or by a
+/// trailing-`*` prefix), never the query: `/healthz?verbose` is `/healthz` and open, while
+/// `/healthz/<check>` is another path, authorized like any other (the anonymous user without
+/// RBAC for it: 403).
+#[tokio::test]
+async fn probe_sub_paths_are_authorized_like_any_other_path() {
+    let control_plane = control_plane().await;
+    let auth = DelegatingAuth::new(control_plane.ccm_client().await.expect("CCM client"));
+    let running = start_secure(Health::new(), metrics_with_a_counter(), Some(auth)).await;
+    let client = running.client();
+
+    for path in ["/healthz/ping", "/livez/ping", "/readyz/ping", "/healthz/", "/healthz/ping?verbose"] {
+        let (status, body) = get(&client, running.url(path), None).await;
+        let checked = path.split('?').next().unwrap_or(path);
+        assert_eq!(
+            (status, body),
+            (StatusCode::FORBIDDEN, format!("forbidden: User \"system:anonymous\" cannot get path \"{checked}\"\n")),
+            "{path}"
+        );
+    }
+    // A rejected token on a protected probe sub-path: 401, as on any protected path.
+    assert_eq!(get(&client, running.url("/healthz/ping"), Some("bogus-token")).await.0, StatusCode::UNAUTHORIZED);
+    // Allowed to whoever RBAC allows: system:masters.
+    let admin = Some(control_plane.admin_token());
+    assert_eq!(get(&client, running.url("/healthz/ping"), admin).await, (StatusCode::OK, "ok".to_owned()));
+    // The exact paths stay open, whatever the query.
+    assert_eq!(get(&client, running.url("/healthz"), None).await, (StatusCode::OK, "ok".to_owned()));
+    assert_eq!(
+        get(&client, running.url("/healthz?verbose"), None).await,
+        (StatusCode::OK, "[+]ping ok\nhealthz check passed\n".to_owned())
+    );
+    assert_eq!(get(&client, running.url("/readyz?exclude=ping"), None).await.0, StatusCode::OK);
 }
 
 /// A SubjectAccessReview, evaluated by the API server, for `user` in `groups`.

@@ -5,8 +5,10 @@
 //! (`test_harness::ControlPlane::exclusive`).
 
 mod client_certs;
+mod cluster_lookup;
 mod common;
 mod delegated_auth;
+mod one_client;
 mod plain;
 mod secure;
 mod slow_clients;

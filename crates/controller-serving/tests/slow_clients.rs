@@ -159,7 +159,15 @@ async fn an_h2_connection_is_closed_once_idle_after_its_last_request() {
 async fn healthz_answers_while_more_idle_connections_than_the_cap_are_open() {
     common::init_tracing();
     // Every phase times out after 1 s; a connection beyond the cap waits 1 s for a slot.
-    let limits = Limits { timeouts: short(ms(1000)), max_connections: 4, admission_wait: Duration::from_secs(1) };
+    // No cap per client and no reserved slots: all connections come from 127.0.0.1, and this is
+    // about the overall cap.
+    let limits = Limits {
+        timeouts: short(ms(1000)),
+        max_connections: 4,
+        max_connections_per_client: 100,
+        reserved_for_new_clients: 0,
+        admission_wait: Duration::from_secs(1),
+    };
     let running = start_secure_with(Health::new(), MetricsRegistry::new(), None, limits).await;
     // Four idle TLS connections take every slot, four raw ones fill the waiting room, eight
     // more are refused.
@@ -197,10 +205,17 @@ async fn healthz_answers_while_more_idle_connections_than_the_cap_are_open() {
     }
 }
 
-/// Limits whose timeouts do not strike during a test: only the cap of two decides.
+/// Limits whose timeouts do not strike during a test: only the cap of two decides (no cap per
+/// client, no reserved slots).
 fn cap_of_two() -> Limits {
     let timeouts = Timeouts { read: Duration::from_secs(60), idle: Duration::from_secs(60), ..Timeouts::SECURE };
-    Limits { timeouts, max_connections: 2, admission_wait: Duration::from_secs(60) }
+    Limits {
+        timeouts,
+        max_connections: 2,
+        max_connections_per_client: 100,
+        reserved_for_new_clients: 0,
+        admission_wait: Duration::from_secs(60),
+    }
 }
 
 /// Which of `streams` the server closes within `deadline`, checked at the same time.

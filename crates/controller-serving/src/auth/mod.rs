@@ -23,11 +23,12 @@
 
 mod client_cert;
 mod decision;
+mod lookup;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use sync_lock::Unpoison as _;
+use sync_lock::{Unpoison as _, UnpoisonRw as _};
 
 use http::header::HeaderValue;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
@@ -44,6 +45,10 @@ pub use decision::{
     ALWAYS_ALLOWED_GROUP, ANONYMOUS_USER, AUTH_DELEGATOR_CLUSTER_ROLE, Decision, UNAUTHENTICATED_GROUP,
 };
 use decision::{CacheKey, CertIdentity, Credentials, DecisionCache, WarnLimiter};
+pub use lookup::{
+    AUTHENTICATION_CONFIGMAP, AUTHENTICATION_CONFIGMAP_NAMESPACE, AUTHENTICATION_READER_ROLE, ClusterLookup,
+    LookupError,
+};
 
 /// How long decisions are cached by default (upstream's delegated authn/authz cache TTLs).
 pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
@@ -74,9 +79,22 @@ struct Inner {
     /// Creates SubjectAccessReviews (`--authorization-kubeconfig`).
     authorization: Client,
     settings: AuthSettings,
-    client_certs: Option<ClientCertAuth>,
+    /// The client-certificate settings in use: the flags' and what was looked up in the
+    /// cluster, replaced as a whole when the lookup finds other ones.
+    client_certs: RwLock<ClientCerts>,
     cache: Mutex<DecisionCache>,
     warnings: Mutex<WarnLimiter>,
+}
+
+/// The client-certificate settings in use.
+#[derive(Default)]
+struct ClientCerts {
+    /// Counts replacements, so that the TLS layer knows when to ask for certificates anew.
+    generation: u64,
+    /// What `auth` was built from.
+    settings: ClientCertSettings,
+    /// `None` when no client certificates are configured.
+    auth: Option<Arc<ClientCertAuth>>,
 }
 
 /// How [`DelegatingAuth`] decides (upstream's delegated authentication and authorization
@@ -92,8 +110,10 @@ pub struct AuthSettings {
     /// (`--authorization-webhook-cache-unauthorized-ttl`).
     pub unauthorized_cache_ttl: Duration,
     /// Paths served without authentication and authorization
-    /// (`--authorization-always-allow-paths`): exact, or a prefix with a trailing `*`; a probe
-    /// path also covers its single-check paths.
+    /// (`--authorization-always-allow-paths`), as upstream's path authorizer matches them: the
+    /// request path (never the query) exactly, or by prefix for a pattern ending in `*`; a
+    /// leading `/` is optional on both. A `*` elsewhere is refused by
+    /// [`DelegatingAuth::with_settings`].
     pub always_allow_paths: Vec<String>,
     /// Client certificates that authenticate requests (`--client-ca-file`, `--requestheader-*`).
     pub client_certificates: ClientCertSettings,
@@ -115,17 +135,27 @@ impl Default for AuthSettings {
 /// Upstream's `--authorization-always-allow-paths` default.
 pub const DEFAULT_ALWAYS_ALLOW_PATHS: [&str; 3] = ["/healthz", "/readyz", "/livez"];
 
-/// Whether `path` matches one of `patterns`: exactly, by a trailing-`*` prefix, or as a
-/// single-check path below a probe path (`/healthz/ping` below `/healthz`).
+/// Whether `path` (a request path, without the query) matches one of `patterns` the way
+/// upstream's always-allow-paths authorizer does: one leading `/` is dropped from both, then a
+/// pattern ending in `*` matches by prefix and any other pattern exactly (so `/` matches only
+/// `/`, and `/healthz` neither `/healthz/ping` nor `/healthz/`).
 pub fn path_matches(patterns: &[String], path: &str) -> bool {
-    patterns.iter().any(|pattern| match pattern.strip_suffix('*') {
-        Some(prefix) => path.starts_with(prefix),
-        None => {
-            path == pattern
-                || (crate::routes::is_always_allowed(pattern)
-                    && path.strip_prefix(pattern.as_str()).is_some_and(|rest| rest.starts_with('/')))
+    let path = path.strip_prefix('/').unwrap_or(path);
+    patterns.iter().any(|pattern| {
+        let pattern = pattern.strip_prefix('/').unwrap_or(pattern);
+        match pattern.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => path == pattern,
         }
     })
+}
+
+/// Refuses patterns upstream refuses: a `*` anywhere but at the end.
+fn check_always_allow_paths(patterns: &[String]) -> Result<(), crate::error::ServeError> {
+    match patterns.iter().find(|p| p.strip_suffix('*').unwrap_or(p).contains('*')) {
+        Some(pattern) => Err(crate::error::ServeError::AlwaysAllowPath { pattern: pattern.clone() }),
+        None => Ok(()),
+    }
 }
 
 impl fmt::Debug for DelegatingAuth {
@@ -167,12 +197,14 @@ impl DelegatingAuth {
 
     /// Delegate TokenReviews to `authentication`'s API server and SubjectAccessReviews to
     /// `authorization`'s, with their identities, deciding by `settings`. The client-CA files
-    /// are read here: an unreadable one is an error naming its flag.
+    /// are read here: an unreadable one is an error naming its flag, as is an always-allowed
+    /// path with a `*` other than at its end.
     pub fn with_settings(
         authentication: Client,
         authorization: Client,
         settings: AuthSettings,
     ) -> Result<Self, crate::error::ServeError> {
+        check_always_allow_paths(&settings.always_allow_paths)?;
         let client_certs = ClientCertAuth::load(&settings.client_certificates)?;
         Ok(Self::build(authentication, authorization, settings, client_certs))
     }
@@ -183,16 +215,79 @@ impl DelegatingAuth {
         settings: AuthSettings,
         client_certs: Option<ClientCertAuth>,
     ) -> Self {
+        let client_certs = ClientCerts {
+            generation: 0,
+            settings: settings.client_certificates.clone(),
+            auth: client_certs.map(Arc::new),
+        };
         Self {
             inner: Arc::new(Inner {
                 authentication,
                 authorization,
                 cache: Mutex::new(DecisionCache::new(MAX_CACHE_ENTRIES)),
                 settings,
-                client_certs,
+                client_certs: RwLock::new(client_certs),
                 warnings: Mutex::new(WarnLimiter::new(WARNING_INTERVAL)),
             }),
         }
+    }
+
+    /// Upstream's in-cluster lookup: the client CA and the front-proxy settings that the
+    /// [`AuthSettings`] leave unset (`None`) are read from `lookup`'s ConfigMap with the
+    /// authentication client's identity, now and then again every `lookup.refresh` (after a
+    /// failure sooner, see [`ClusterLookup`]) for as long as this value or a clone lives. What a
+    /// read finds replaces the looked-up settings in use as a whole; a failed read or content
+    /// upstream refuses (a `requestheader-*` list that is not a JSON array of strings, a CA
+    /// bundle without a certificate) keeps them (none before the first good read). A missing
+    /// ConfigMap or key is no error: those settings are then unset. Call it once.
+    ///
+    /// `Err`: why the first read found nothing usable (the caller decides whether that is
+    /// fatal, upstream's `--authentication-tolerate-lookup-failure`); the lookup goes on anyway.
+    pub async fn look_up_in_cluster(&self, lookup: ClusterLookup) -> Result<(), LookupError> {
+        let given = &self.inner.settings.client_certificates;
+        if given.client_ca.is_some() && given.request_header.is_some() {
+            return Ok(());
+        }
+        let first = self.look_up_once(&lookup).await;
+        lookup::keep_looking(Arc::downgrade(&self.inner), lookup, first.is_err());
+        first
+    }
+
+    /// One read of the ConfigMap, and its content used.
+    async fn look_up_once(&self, lookup: &ClusterLookup) -> Result<(), LookupError> {
+        let data = lookup::read(&self.inner.authentication, lookup).await?.unwrap_or_default();
+        self.use_configmap(&data, lookup)
+    }
+
+    /// Uses the ConfigMap's `data` for the settings the flags left unset.
+    fn use_configmap(
+        &self,
+        data: &std::collections::BTreeMap<String, String>,
+        lookup: &ClusterLookup,
+    ) -> Result<(), LookupError> {
+        let given = &self.inner.settings.client_certificates;
+        let found = lookup::settings_from(data, lookup, given.client_ca.is_none(), given.request_header.is_none())?;
+        self.use_client_certificates(found)
+    }
+
+    /// Uses `found` for the client-certificate settings the flags left unset, replacing the
+    /// ones in use as a whole (requests see the old or the new ones, never a mix; connections
+    /// keep what their handshake asked for). Only a change rebuilds them, and then the flags'
+    /// CA files are read again too; anything unusable keeps the settings in use.
+    fn use_client_certificates(&self, found: ClientCertSettings) -> Result<(), LookupError> {
+        let given = &self.inner.settings.client_certificates;
+        let settings = ClientCertSettings {
+            client_ca: given.client_ca.clone().or(found.client_ca),
+            request_header: given.request_header.clone().or(found.request_header),
+        };
+        if self.inner.client_certs.read_unpoisoned().settings == settings {
+            return Ok(());
+        }
+        let auth = ClientCertAuth::load(&settings)?.map(Arc::new);
+        let mut current = self.inner.client_certs.write_unpoisoned();
+        lookup::log_changes(&current.settings, &settings);
+        *current = ClientCerts { generation: current.generation + 1, settings, auth };
+        Ok(())
     }
 
     /// Whether `path` is served without authentication and authorization.
@@ -200,9 +295,16 @@ impl DelegatingAuth {
         path_matches(&self.inner.settings.always_allow_paths, path)
     }
 
-    /// The TLS layer's client-certificate verifier, when client certificates are configured.
-    pub(crate) fn tls_client_verifier(&self) -> Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
-        self.inner.client_certs.as_ref().map(ClientCertAuth::tls_verifier)
+    /// The TLS layer's client-certificate verifier while client certificates are configured,
+    /// and the generation of the settings it is for (it changes whenever they are replaced).
+    pub(crate) fn tls_client_verifier(&self) -> (u64, Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>) {
+        let current = self.inner.client_certs.read_unpoisoned();
+        (current.generation, current.auth.as_ref().map(|auth| auth.tls_verifier()))
+    }
+
+    /// The generation of the client-certificate settings in use.
+    pub(crate) fn client_cert_generation(&self) -> u64 {
+        self.inner.client_certs.read_unpoisoned().generation
     }
 
     /// Decide whether a request with `headers` over a connection whose client presented
@@ -216,7 +318,8 @@ impl DelegatingAuth {
         verb: &str,
         path: &str,
     ) -> Decision {
-        let certificate = match (&self.inner.client_certs, peer_certificates) {
+        let client_certs = self.inner.client_certs.read_unpoisoned().auth.clone();
+        let certificate = match (client_certs, peer_certificates) {
             (Some(auth), Some(chain)) => auth.authenticate(chain, headers),
             _ => CertIdentity::None,
         };
@@ -396,13 +499,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn always_allowed_paths_match_exactly_by_prefix_or_below_a_probe() {
-        let patterns: Vec<String> = ["/healthz", "/readyz", "/debug/*", "/metrics"].map(str::to_owned).to_vec();
-        for allowed in ["/healthz", "/healthz/ping", "/readyz/informer-sync", "/debug/", "/debug/pprof", "/metrics"] {
+    fn always_allowed_paths_match_exactly_or_by_a_trailing_star_prefix_as_upstream() {
+        let patterns: Vec<String> = ["/healthz", "readyz", "/debug/*", "/metrics"].map(str::to_owned).to_vec();
+        for allowed in ["/healthz", "healthz", "/readyz", "/debug/", "/debug/pprof", "/metrics"] {
             assert!(path_matches(&patterns, allowed), "{allowed}");
         }
-        for refused in ["/livez", "/healthzx", "/metrics/x", "/debug", "/"] {
+        // Below an exact path is another path: upstream matches exactly.
+        for refused in ["/healthz/ping", "/healthz/", "/readyz/informer-sync", "/livez", "/healthzx", "/metrics/x"] {
             assert!(!path_matches(&patterns, refused), "{refused}");
         }
+        for refused in ["/debug", "/", "//healthz"] {
+            assert!(!path_matches(&patterns, refused), "{refused}");
+        }
+        // `/` (or an empty pattern) is the root only; `*` is everything.
+        assert!(path_matches(&["/".to_owned()], "/"));
+        assert!(!path_matches(&["/".to_owned()], "/healthz"));
+        assert!(path_matches(&["*".to_owned()], "/anything/at/all"));
+        assert!(check_always_allow_paths(&patterns).is_ok());
+        assert!(check_always_allow_paths(&["/a*b".to_owned()]).is_err());
+        assert!(check_always_allow_paths(&["**".to_owned()]).is_err());
     }
 }
