@@ -88,6 +88,7 @@
 //! ```
 
 mod assets;
+pub mod audit;
 mod control_plane;
 mod error;
 mod events;
@@ -109,6 +110,7 @@ mod wait;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use assets::find_assets;
+pub use audit::{AuditEvent, WRITE_VERBS};
 pub use control_plane::{
     ADMIN_USER, ControlPlane, ControlPlaneOptions, READY_TIMEOUT, RESTRICTED_USER, StaticUser, client_from_kubeconfig,
     process_alive,
