@@ -213,7 +213,7 @@ impl ControlPlane {
         let binding = rbac::ccm_cluster_role_binding();
         let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
         bindings
-            .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&binding))
+            .patch(rbac::CCM_CLUSTER_ROLE_BINDING, &apply, &Patch::Apply(&binding))
             .await
             .map_err(|e| HarnessError::kube("applying the CCM ClusterRoleBinding", e))?;
         let delegator = rbac::ccm_auth_delegator_binding();

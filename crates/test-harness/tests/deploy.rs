@@ -40,31 +40,34 @@ use kube::{Api, discovery};
 use serde_json::Value;
 use test_harness::{ControlPlane, rbac};
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The virtualenv's interpreter (cached, or built by the provisioning script).
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let script = repo_root().join("scripts/provision-python-deploy");
     test_harness::provisioned_path(&script, "DEPLOY_PYTHON")
         .unwrap_or_else(|e| panic!("{e}. These tests need helm-python-sdk and do not skip without it."))
 }
 
-fn render_py(command: &str) -> Output {
+/// Runs `deploy/render.py` with `args`.
+pub(crate) fn render_py<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     let script = repo_root().join("deploy/render.py");
+    let shown: Vec<String> = args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
     Command::new(python())
         .arg(&script)
-        .arg(command)
+        .args(args)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {} {command}: {e}", script.display()))
+        .unwrap_or_else(|e| panic!("cannot run {} {shown:?}: {e}", script.display()))
 }
 
 /// Runs a `render.py` checking command and asserts it reported no failure and at least
 /// `min_passed` passed checks.
-fn assert_checks(command: &str, min_passed: usize) {
-    let out = render_py(command);
+fn assert_checks<S: AsRef<std::ffi::OsStr>>(args: &[S], min_passed: usize) {
+    let command = args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+    let out = render_py(args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
@@ -86,23 +89,27 @@ fn assert_checks(command: &str, min_passed: usize) {
 
 #[test]
 fn chart_lints_renders_and_static_manifests_are_current() {
-    // 9 variants × (lint + render), 3 refused values (among them Robot with networking), 2
-    // static manifests.
-    assert_checks("check", 23);
+    // 16 own variants and the official chart's 2 values files × (lint + render), 10 refused
+    // values (the placeholder image, unknown keys, rolling updates and replicas without leader
+    // election, ...), 2 static manifests, versions and the packaged chart (6).
+    let official = test_harness::oracle::OfficialRelease::unpack().expect("the official release's chart");
+    assert_checks(&[std::ffi::OsStr::new("check"), official.chart().as_os_str()], 54);
 }
 
 #[test]
 fn dev_environment_terraform_parses() {
     // 6 files parse, 5 resource types, network/subnet/servers/Cilium/Secret shapes, 5 k3s flags.
-    assert_checks("hcl", 24);
+    assert_checks(&["hcl"], 24);
 }
 
 /// A values variant (or static manifest) and its objects: (template, object).
-type Variant = (String, Vec<(String, Value)>);
+pub(crate) type Variant = (String, Vec<(String, Value)>);
 
-/// Every variant's objects, as `render.py json` prints them.
-fn rendered() -> Result<Vec<Variant>> {
-    let out = render_py("json");
+/// Every variant's objects, as `render.py json` prints them, the official chart's values files
+/// (`official values.yaml`, `official full.daemonset-values.yaml`) among them.
+pub(crate) fn rendered() -> Result<Vec<Variant>> {
+    let official = test_harness::oracle::OfficialRelease::unpack()?;
+    let out = render_py(&[std::ffi::OsStr::new("json"), official.chart().as_os_str()]);
     ensure!(out.status.success(), "render.py json failed: {}", String::from_utf8_lossy(&out.stderr));
     let variants: Vec<Value> = serde_json::from_slice(&out.stdout).context("render.py json output")?;
     variants
@@ -252,7 +259,7 @@ async fn every_rendered_manifest_passes_server_side_dry_run() -> Result<()> {
     let client = control_plane.admin_client().await?;
     install_podmonitor_crd(control_plane, &client).await?;
     let variants = tokio::task::spawn_blocking(rendered).await??;
-    ensure!(variants.len() >= 11, "expected 9 variants and 2 static manifests, got {}", variants.len());
+    ensure!(variants.len() >= 20, "expected 18 variants and 2 static manifests, got {}", variants.len());
     let apply = PatchParams::apply("hcloud-ccm-deploy-test").force().dry_run();
     let (mut accepted, mut unserved, mut rejected) = (0, Vec::new(), Vec::new());
     for (variant, objects) in &variants {
@@ -301,7 +308,7 @@ async fn every_rendered_manifest_passes_server_side_dry_run() -> Result<()> {
         variants.iter().flat_map(|(_, objects)| objects).any(|(_, o)| o["kind"] == "PodMonitor"),
         "no variant rendered the PodMonitor"
     );
-    ensure!(accepted >= 40, "only {accepted} objects were dry-run");
+    ensure!(accepted >= 100, "only {accepted} objects were dry-run");
     Ok(())
 }
 
@@ -358,7 +365,10 @@ async fn shipped_rbac_is_what_the_control_plane_grants() -> Result<()> {
 }
 
 /// The container's env of a variant's workload: name -> entry.
-fn workload_env<'a>(variants: &'a [Variant], variant: &str) -> Result<std::collections::BTreeMap<&'a str, &'a Value>> {
+pub(crate) fn workload_env<'a>(
+    variants: &'a [Variant],
+    variant: &str,
+) -> Result<std::collections::BTreeMap<&'a str, &'a Value>> {
     let (_, objects) = variants.iter().find(|(v, _)| v == variant).with_context(|| format!("variant {variant}"))?;
     let workload = objects
         .iter()
