@@ -17,6 +17,7 @@ mod leader_election_e2e;
 mod migration;
 mod node_ipam_e2e;
 mod nodes_e2e;
+mod official_role_e2e;
 mod oracle;
 mod real_nodes_e2e;
 mod robot_e2e;
