@@ -37,9 +37,14 @@
 //!   [`restore`](TcpProxy::restore) it, for partition tests.
 //!   [`ControlPlane::client_via`] and [`ControlPlane::kubeconfig_via`] reach the API server
 //!   through a proxy (TLS passes through; the serving certificate is valid for 127.0.0.1).
+//! - [`audit`]: every control plane keeps an audit log of ServiceAccounts' requests
+//!   ([`ControlPlane::audit_events_of`]); [`ControlPlane::service_account_kubeconfig`] gives a
+//!   test such an identity, so it can show what a process asked of the API server (no refused
+//!   request, no write).
 //! - [`oracle`] finds Hetzner's official CCM and `hcloud` CLI (built by
 //!   `scripts/provision-oracles`) and starts the official CCM, always without its metadata
-//!   lookup.
+//!   lookup; [`oracle::OfficialRelease`] unpacks the official chart and static manifests of the
+//!   release source for a test.
 //!
 //! # Lifelines: no process survives the test binary
 //!
