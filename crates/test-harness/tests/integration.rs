@@ -10,3 +10,4 @@ mod deploy_switch;
 mod deploy_values;
 mod lifeline;
 mod module_graph;
+mod project_files;
