@@ -83,3 +83,14 @@ fn the_message_names_target_node_load_balancer_port_and_times() {
          (warning after 60s): its health check fails, so it gets no traffic on that port"
     );
 }
+
+#[test]
+fn target_ports_are_counted_by_health_whatever_the_warning_setting() {
+    let mixed = lb(&[
+        ("1", &[(80, "unhealthy"), (443, "healthy")]),
+        ("2", &[(80, "healthy"), (443, "unknown")]),
+        ("203.0.113.9", &[(80, "unhealthy")]),
+    ]);
+    assert_eq!(port_health_counts(&mixed), [("healthy", 2), ("unhealthy", 2), ("unknown", 1)]);
+    assert_eq!(port_health_counts(&lb(&[])), [("healthy", 0), ("unhealthy", 0), ("unknown", 0)]);
+}
