@@ -129,6 +129,14 @@ VARIANTS_OWN = {
             }
         }
     },
+    # The alternatives to the PodMonitor and the alerts and dashboard (docs/alerts.md).
+    "monitoring": {
+        "monitoring": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "dashboard": {"enabled": True},
+        }
+    },
     # One replica with leader election: a rolling update is then safe and kept.
     "leader-elect-rolling": {"args": {"leader-elect": "true"}, "strategy": {"type": "RollingUpdate"}},
     # The probe follows the flags: another secure port; the metrics listener when it is off; a

@@ -15,6 +15,7 @@ mod lb_targets_e2e;
 mod lb_type_e2e;
 mod leader_election_e2e;
 mod migration;
+mod monitoring_e2e;
 mod node_ipam_e2e;
 mod nodes_e2e;
 mod official_role_e2e;

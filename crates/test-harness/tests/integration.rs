@@ -6,6 +6,8 @@
 
 mod control_plane;
 mod deploy;
+mod deploy_alerts;
+mod deploy_crds;
 mod deploy_switch;
 mod deploy_values;
 mod lifeline;
