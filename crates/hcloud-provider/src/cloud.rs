@@ -1,6 +1,6 @@
 //! The Hetzner `Cloud`: start-up checks and the capabilities it offers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use sync_lock::Unpoison as _;
 
@@ -17,7 +17,8 @@ use crate::inventory::Inventory;
 use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
 use crate::robot::{RobotInventory, RobotMode};
-use crate::rotation::{CredentialRotation, RobotPair, Source};
+use crate::rotation::project::ProjectWitness;
+use crate::rotation::{CredentialRotation, EventSlot, RobotPair, Source};
 use crate::routes::{HcloudRoutes, RoutesConfig};
 use hcloud_api::robot::RobotClient;
 
@@ -78,6 +79,8 @@ pub struct HcloudCloud {
     routes: Option<Arc<HcloudRoutes>>,
     load_balancers: Option<Arc<HcloudLoadBalancers>>,
     rotation: Mutex<Option<CredentialRotation>>,
+    /// Where the credential rotation's Warnings go (set by `initialize`).
+    rotation_events: EventSlot,
 }
 
 impl HcloudCloud {
@@ -123,7 +126,10 @@ impl HcloudCloud {
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
         let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics)?;
-        let rotation = credential_rotation(config, &client, robot_client, metrics.clone());
+        // What a rotated token must see: the network, else the servers Nodes name.
+        let witness = Arc::new(ProjectWitness::new(network.as_ref().map(|n| n.id)));
+        let rotation_events: EventSlot = Arc::new(OnceLock::new());
+        let rotation = credential_rotation(config, &client, robot_client, metrics.clone(), &witness, &rotation_events);
         let mut instances = HcloudInstances::new(
             inventory.clone(),
             network.as_ref().map(|n| n.id),
@@ -132,7 +138,8 @@ impl HcloudCloud {
             config.cache_max_age,
             config.lifecycle_max_age,
         )
-        .with_metrics(metrics.clone());
+        .with_metrics(metrics.clone())
+        .with_witness(witness);
         instances = instances.with_robot(RobotSupport {
             mode: robot.clone(),
             forward_internal_ips: config.robot.as_ref().is_some_and(|r| r.forward_internal_ips),
@@ -164,6 +171,7 @@ impl HcloudCloud {
             routes,
             load_balancers,
             rotation: Mutex::new(rotation),
+            rotation_events,
         })
     }
 
@@ -197,10 +205,13 @@ fn credential_rotation(
     client: &Client,
     robot_client: Option<RobotClient>,
     metrics: HcloudMetrics,
+    witness: &Arc<ProjectWitness>,
+    events: &EventSlot,
 ) -> Option<CredentialRotation> {
     let mut rotation = CredentialRotation::new(metrics);
     if let Some(file) = &config.token_file {
-        rotation = rotation.watch_token(file.clone(), client.clone(), config.token.clone());
+        let (token, witness, events) = (config.token.clone(), witness.clone(), events.clone());
+        rotation = rotation.watch_token(file.clone(), client.clone(), token, witness, events);
     }
     let robot = config.robot.as_ref();
     if let (Some(robot_client), Some(robot)) = (robot_client, robot)
@@ -316,6 +327,7 @@ impl Cloud for HcloudCloud {
     }
 
     fn initialize(&self, events: Arc<dyn EventSink>) {
+        let _ = self.rotation_events.set(events.clone());
         self.instances.set_events(events.clone());
         if let Some(lb) = &self.load_balancers {
             lb.set_events(events);

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cloud_provider::{Cloud, InstancesV2};
+use hcloud_fake::control::{SeedNetwork, SeedServer};
 use hcloud_fake::robot::{RobotCredentials, SeedRobotServer};
-use hcloud_fake::{FakeConfig, FakeServer, TokenPolicy, token_fingerprint};
+use hcloud_fake::{FakeConfig, FakeServer, SeedProject, TokenPolicy, token_fingerprint};
 use hcloud_provider::rotation::{Credential, Outcome};
 use hcloud_provider::{ClientHooks, Config, HcloudCloud, HcloudMetrics};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
@@ -21,6 +22,7 @@ use test_harness::SecretVolume;
 const OLD: &str = "oldtoken0000000000000000000000000000000000000000000000000000000a";
 const NEW: &str = "newtoken0000000000000000000000000000000000000000000000000000000b";
 const BAD: &str = "badtoken0000000000000000000000000000000000000000000000000000000c";
+const OTHER: &str = "othertok0000000000000000000000000000000000000000000000000000000d";
 
 struct Fx {
     fake: FakeServer,
@@ -33,6 +35,17 @@ struct Fx {
 /// `env` (plus the fake's endpoints) and `gate`.
 async fn fx(accepted: &[&str], files: &[(&str, &str)], env: &[(&str, &str)], gate: Option<Arc<AtomicBool>>) -> Fx {
     let fake = FakeServer::start(FakeConfig { log_requests: false, ..FakeConfig::default() }).await.expect("fake");
+    fx_on(fake, accepted, files, env, gate).await
+}
+
+/// [`fx`] on a fake seeded beforehand.
+async fn fx_on(
+    fake: FakeServer,
+    accepted: &[&str],
+    files: &[(&str, &str)],
+    env: &[(&str, &str)],
+    gate: Option<Arc<AtomicBool>>,
+) -> Fx {
     fake.handle().set_token_policy(TokenPolicy::allow(accepted.iter().copied()));
     let volume = SecretVolume::new(files).expect("volume");
     let mut vars: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -56,6 +69,20 @@ async fn fx(accepted: &[&str], files: &[(&str, &str)], env: &[(&str, &str)], gat
 }
 
 impl Fx {
+    /// A server seeded now and its Node looked up through the provider (as the node
+    /// controller does): the server's id.
+    async fn node_seen(&self, name: &str) -> u64 {
+        let id = self.fake.handle().seed_server(&SeedServer::new(name)).expect("server");
+        let node = Node {
+            metadata: kube_meta(name),
+            spec: Some(NodeSpec { provider_id: Some(format!("hcloud://{id}")), ..NodeSpec::default() }),
+            ..Node::default()
+        };
+        let instances = self.cloud.instances_v2().expect("instances");
+        instances.instance_metadata(&node).await.expect("the Node's server").expect("metadata");
+        id
+    }
+
     /// `(endpoint, status)` of the fake's requests with `token`.
     fn requests_with(&self, token: &str) -> Vec<(String, u16)> {
         self.fake.handle().request_log_for_token(token).into_iter().map(|r| (r.endpoint, r.status)).collect()
@@ -83,6 +110,7 @@ async fn a_new_token_in_the_file_is_checked_once_and_used_by_the_running_client(
     let mut rotation = fx.cloud.take_credential_rotation().expect("HCLOUD_TOKEN_FILE is watched");
     assert!(fx.cloud.take_credential_rotation().is_none(), "taken once");
     assert_eq!(rotation.poll_once().await, vec![], "nothing changed");
+    fx.node_seen("node-a").await;
 
     fx.fake.handle().set_token_policy(TokenPolicy::allow([OLD, NEW]));
     fx.volume.update(&[("token", &format!("{NEW}\n"))]).expect("swap");
@@ -92,11 +120,15 @@ async fn a_new_token_in_the_file_is_checked_once_and_used_by_the_running_client(
     fx.cloud.client().servers().list_all(&Default::default()).await.expect("the running client sends the new token");
 
     assert_eq!(fx.cloud.client().token_fingerprint(), token_fingerprint(NEW));
-    assert_eq!(fx.requests_with(OLD), vec![("GET /v1/locations".to_owned(), 200)], "the start-up check");
+    assert_eq!(
+        fx.requests_with(OLD),
+        vec![("GET /v1/locations".to_owned(), 200), ("GET /v1/servers".to_owned(), 200)],
+        "the start-up check, the Node's lookup"
+    );
     assert_eq!(
         fx.requests_with(NEW),
-        vec![("GET /v1/locations".to_owned(), 200), ("GET /v1/servers".to_owned(), 200)],
-        "one check, then the client's requests"
+        vec![("GET /v1/servers/{id}".to_owned(), 200), ("GET /v1/servers".to_owned(), 200)],
+        "one check (it sees the Node's server), then the client's requests"
     );
     assert_eq!(
         fx.rotation_metric(),
@@ -119,7 +151,8 @@ async fn a_token_the_api_refuses_is_not_used_and_not_asked_about_at_every_poll()
         vec![r#"hcloud_ccm_credential_rotations_total{credential="hcloud_token",result="rejected"} 1"#]
     );
 
-    // The file gets fixed: the next token is checked at once.
+    // The file gets fixed: the next token is checked at once (against the server of a Node).
+    fx.node_seen("node-a").await;
     fx.fake.handle().set_token_policy(TokenPolicy::allow([OLD, NEW]));
     fx.volume.update(&[("token", NEW)]).expect("swap");
     assert_eq!(rotation.poll_once().await, vec![(Credential::HcloudToken, Outcome::Accepted)]);
@@ -143,6 +176,7 @@ async fn a_standby_checks_and_takes_a_new_token_past_the_fence() {
     let open = Arc::new(AtomicBool::new(true));
     let mut fx = fx(&[OLD, NEW], &[("token", OLD)], &[], Some(open.clone())).await;
     let mut rotation = fx.cloud.take_credential_rotation().expect("watched");
+    fx.node_seen("node-a").await;
     open.store(false, Ordering::SeqCst); // leader election began: this replica stands by
     fx.volume.update(&[("token", NEW)]).expect("swap");
     assert_eq!(rotation.poll_once().await, vec![(Credential::HcloudToken, Outcome::Accepted)]);
@@ -220,4 +254,57 @@ async fn refused_robot_credentials_are_not_used() {
         fx.rotation_metric(),
         vec![r#"hcloud_ccm_credential_rotations_total{credential="robot",result="rejected"} 1"#]
     );
+}
+
+/// Issue 38, finding 2: a valid token of another project (its own servers, a network of the
+/// same name) cannot see the server a Node of this cluster names: refused, never used.
+#[tokio::test]
+async fn a_token_of_another_project_is_refused_when_it_cannot_see_a_nodes_server() {
+    let mut fx = fx(&[OLD], &[("token", OLD)], &[], None).await;
+    let mut rotation = fx.cloud.take_credential_rotation().expect("watched");
+    let other = fx.fake.handle().add_project(&SeedProject::new("other", [OTHER])).expect("project");
+    other.seed_server(&SeedServer::new("node-a")).expect("a server of the same name over there");
+    fx.node_seen("node-a").await;
+    fx.volume.update(&[("token", OTHER)]).expect("swap");
+    assert_eq!(rotation.poll_once().await, vec![(Credential::HcloudToken, Outcome::Rejected)]);
+    assert_eq!(rotation.poll_once().await, vec![], "not asked again at every poll");
+    assert_eq!(fx.cloud.client().token_fingerprint(), token_fingerprint(OLD), "the token in use stays");
+    assert_eq!(fx.requests_with(OTHER), vec![("GET /v1/servers/{id}".to_owned(), 404)], "one check");
+    assert_eq!(
+        fx.rotation_metric(),
+        vec![r#"hcloud_ccm_credential_rotations_total{credential="hcloud_token",result="rejected"} 1"#]
+    );
+}
+
+/// With `HCLOUD_NETWORK`, the network is the proof: another project's network of the same
+/// name does not pass.
+#[tokio::test]
+async fn a_token_of_another_project_is_refused_when_it_cannot_see_the_network() {
+    let fake_network =
+        |h: &hcloud_fake::FakeHandle| h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8")).expect("network");
+    let fake = FakeServer::start(FakeConfig { log_requests: false, ..FakeConfig::default() }).await.expect("fake");
+    let h = fake.handle();
+    let network = fake_network(&h);
+    let other = h.add_project(&SeedProject::new("other", [OTHER])).expect("project");
+    fake_network(&other);
+    let mut fx = fx_on(fake, &[OLD], &[("token", OLD)], &[("HCLOUD_NETWORK", "k8s")], None).await;
+    let mut rotation = fx.cloud.take_credential_rotation().expect("watched");
+    fx.volume.update(&[("token", OTHER)]).expect("swap");
+    assert_eq!(rotation.poll_once().await, vec![(Credential::HcloudToken, Outcome::Rejected)]);
+    assert_eq!(fx.cloud.client().token_fingerprint(), token_fingerprint(OLD));
+    assert_eq!(fx.requests_with(OTHER), vec![("GET /v1/networks/{id}".to_owned(), 404)]);
+    let old: Vec<_> = fx.requests_with(OLD).into_iter().filter(|(e, _)| e == "GET /v1/networks/{id}").collect();
+    assert_eq!(old, vec![("GET /v1/networks/{id}".to_owned(), 200)], "the token in use still sees network {network}");
+}
+
+/// Without `HCLOUD_NETWORK` and before the token in use found any Node's server, a valid token
+/// cannot be proven to be of this project: not taken yet, checked again later.
+#[tokio::test]
+async fn a_valid_token_is_not_taken_before_its_project_is_proven() {
+    let mut fx = fx(&[OLD, NEW], &[("token", OLD)], &[], None).await;
+    let mut rotation = fx.cloud.take_credential_rotation().expect("watched");
+    fx.volume.update(&[("token", NEW)]).expect("swap");
+    assert_eq!(rotation.poll_once().await, vec![(Credential::HcloudToken, Outcome::CheckFailed)]);
+    assert_eq!(fx.cloud.client().token_fingerprint(), token_fingerprint(OLD));
+    assert_eq!(fx.requests_with(NEW), vec![("GET /v1/locations".to_owned(), 200)], "valid, nothing more known");
 }

@@ -7,13 +7,16 @@
 //!                  │ decide::Watch: same as in use? failed before and not due? a new problem?
 //!                  ▼ a new credential
 //!                check it, past the leader fence (standbys rotate too):
-//!                  token: GET /locations with it (as at start-up)
+//!                  token: does it see this cluster's project? GET /networks/{id} of
+//!                         HCLOUD_NETWORK, else GET /servers/{id} of a Node's server, with it
+//!                         (a 404 is asked of the token in use too: see `project`)
 //!                  Robot: GET /server with it (the request the Robot inventory makes anyway)
 //!                  ├─ accepted ──► Client::set_token / RobotClient::set_credentials: every
 //!                  │               clone sends it from its next request on; logged with the
 //!                  │               token's fingerprint (Robot: the user), never the secret
-//!                  ├─ rejected (401/403; Robot 401) ──► not used, the old one stays; checked
-//!                  │               again when the file changes or after 5 min
+//!                  ├─ rejected (401/403; Robot 401; a token of another project, which also
+//!                  │               gets a Warning on a Node) ──► not used, the old one stays;
+//!                  │               checked again when the file changes or after 5 min
 //!                  └─ not asked (unreachable, 5xx, rate-limited) ──► the old one stays;
 //!                                  checked again after 15 s, doubling up to 5 min
 //!  each outcome: a log line and hcloud_ccm_credential_rotations_total{credential,result}
@@ -28,11 +31,14 @@
 //! cannot change; only the parts that came from files are watched.
 
 mod decide;
+pub mod project;
 pub(crate) mod read;
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use cloud_provider::events::{EventSink, ProviderEvent};
 use hcloud_api::robot::{RobotClient, RobotError};
 use hcloud_api::{Client, ErrorCode, token_fingerprint};
 use secrecy::{ExposeSecret, SecretString};
@@ -41,7 +47,12 @@ use tracing::{info, warn};
 
 pub use decide::{Checked, FAILED_RECHECK_FIRST, REJECTED_RECHECK, recheck_after};
 use decide::{Step, Watch};
+use project::{Anchor, Answer, ProjectWitness, TOKEN_FROM_OTHER_PROJECT, Verdict};
 pub use read::{RobotPair, Source, Token, token_problem};
+
+/// Where the rotation's Warnings go once the program set it (until then they are only
+/// logged).
+pub type EventSlot = Arc<OnceLock<Arc<dyn EventSink>>>;
 
 use crate::metrics::HcloudMetrics;
 
@@ -100,6 +111,8 @@ struct TokenWatch {
     client: Client,
     in_use: Token,
     watch: Watch<Token>,
+    witness: Arc<ProjectWitness>,
+    events: EventSlot,
 }
 
 struct RobotWatch {
@@ -134,9 +147,19 @@ impl CredentialRotation {
         CredentialRotation { token: None, robot: None, metrics }
     }
 
-    /// Watches `file` (`HCLOUD_TOKEN_FILE`) for the token of `client`, which now is `in_use`.
-    pub fn watch_token(mut self, file: PathBuf, client: Client, in_use: SecretString) -> Self {
-        self.token = Some(TokenWatch { file, client, in_use: Token(in_use), watch: Watch::default() });
+    /// Watches `file` (`HCLOUD_TOKEN_FILE`) for the token of `client`, which now is `in_use`;
+    /// a new token must see what `witness` holds (this cluster's project), and a Warning about
+    /// one that does not goes to `events`.
+    pub fn watch_token(
+        mut self,
+        file: PathBuf,
+        client: Client,
+        in_use: SecretString,
+        witness: Arc<ProjectWitness>,
+        events: EventSlot,
+    ) -> Self {
+        let in_use = Token(in_use);
+        self.token = Some(TokenWatch { file, client, in_use, watch: Watch::default(), witness, events });
         self
     }
 
@@ -196,48 +219,111 @@ impl TokenWatch {
             Step::Check(new) => new,
         };
         let fingerprint = token_fingerprint(new.0.expose_secret());
-        let checked = check_token(&self.client, &new.0).await;
+        let previous = token_fingerprint(self.in_use.0.expose_secret());
+        let (anchor, verdict) = check_token(&self.client, &self.witness, &self.in_use.0, &new.0).await;
+        let checked = match &verdict {
+            Verdict::SameProject => match self.client.set_token(new.0.clone()) {
+                Ok(()) => Checked::Accepted,
+                Err(e) => Checked::Rejected(e.to_string()),
+            },
+            Verdict::Refused(e) | Verdict::OtherProject(e) => Checked::Rejected(e.clone()),
+            Verdict::Unproven(e) => Checked::Failed(e.clone()),
+            // `check_token` asks the token in use before it returns; never seen here.
+            Verdict::AskTokenInUse => Checked::Failed("the check of the token did not finish".to_owned()),
+        };
         let recheck = self.watch.checked(new.clone(), &checked, Instant::now());
-        Some(match checked {
-            Checked::Accepted => {
+        let asked = match &anchor {
+            Anchor::Network(_) => "GET /networks/{id}",
+            Anchor::Server(..) => "GET /servers/{id}",
+            Anchor::Unknown => "GET /locations",
+        };
+        Some(match (checked, verdict) {
+            (Checked::Accepted, _) => {
                 info!(
                     fingerprint,
-                    previous = token_fingerprint(self.in_use.0.expose_secret()),
-                    "HCLOUD_TOKEN_FILE: new token accepted by the API (GET /locations); in use from the next request on"
+                    previous,
+                    check = asked,
+                    "HCLOUD_TOKEN_FILE: new token accepted: it sees this cluster's project; in use from the next request on"
                 );
                 self.in_use = new;
                 Outcome::Accepted
             }
-            Checked::Rejected(error) => {
+            (Checked::Rejected(error), Verdict::OtherProject(_)) => {
+                let message = format!(
+                    "HCLOUD_TOKEN_FILE: the new token {fingerprint} is not used, the token in use {previous} stays: \
+                     {error}. Put a token of this cluster's project in the file."
+                );
+                warn!(fingerprint, previous, %error, recheck_after = ?recheck, reason = TOKEN_FROM_OTHER_PROJECT,
+                    "HCLOUD_TOKEN_FILE: the new token belongs to another Hetzner Cloud project; it is not used, the token in use stays");
+                self.warn(message);
+                Outcome::Rejected
+            }
+            (Checked::Rejected(error), _) => {
                 warn!(fingerprint, %error, recheck_after = ?recheck,
                     "HCLOUD_TOKEN_FILE: the API refused the new token; it is not used, the token in use stays");
                 Outcome::Rejected
             }
-            Checked::Failed(error) => {
+            (Checked::Failed(error), _) => {
                 warn!(fingerprint, %error, recheck_after = ?recheck,
                     "HCLOUD_TOKEN_FILE: cannot check the new token; the token in use stays until it is checked");
                 Outcome::CheckFailed
             }
         })
     }
+
+    /// A Warning about the new token on the Node whose server the token in use found last
+    /// (the CCM has no object of its own); only logged without one, or before the program set
+    /// the event sink.
+    fn warn(&self, message: String) {
+        if let (Some(node), Some(sink)) = (self.witness.node(), self.events.get()) {
+            sink.publish(ProviderEvent::warning(node, TOKEN_FROM_OTHER_PROJECT, message));
+        }
+    }
 }
 
-/// Checks `token` with `GET /locations` (past the client's gate) and puts it in use if the API
-/// accepts it.
-async fn check_token(client: &Client, token: &SecretString) -> Checked {
-    let trial = match client.with_token(token.clone()) {
+/// Checks whether `new` sees this cluster's project (see [`project`]), past the client's gate;
+/// what it was asked about and the verdict. One request, two when the new token does not find
+/// the anchor (then the token in use, `in_use`, is asked the same).
+async fn check_token(
+    client: &Client,
+    witness: &ProjectWitness,
+    in_use: &SecretString,
+    new: &SecretString,
+) -> (Anchor, Verdict) {
+    let anchor = witness.anchor();
+    let trial = match client.with_token(new.clone()) {
         Ok(trial) => trial,
-        Err(e) => return Checked::Rejected(e.to_string()),
+        Err(e) => return (anchor, Verdict::Refused(e.to_string())),
     };
-    match trial.locations().list_all().await {
-        Ok(_) => match client.set_token(token.clone()) {
-            Ok(()) => Checked::Accepted,
-            Err(e) => Checked::Rejected(e.to_string()),
-        },
+    let verdict = project::after_new(&anchor, ask(&trial, &anchor).await);
+    if verdict != Verdict::AskTokenInUse {
+        return (anchor, verdict);
+    }
+    let answer = match client.with_token(in_use.clone()) {
+        Ok(current) => ask(&current, &anchor).await,
+        Err(e) => Answer::Failed(e.to_string()),
+    };
+    if let (Answer::NotFound, Anchor::Server(id, _)) = (&answer, &anchor) {
+        witness.gone(*id);
+    }
+    let verdict = project::after_in_use(&anchor, answer);
+    (anchor, verdict)
+}
+
+/// What `client` answers about `anchor`: one request.
+async fn ask(client: &Client, anchor: &Anchor) -> Answer {
+    let result = match anchor {
+        Anchor::Network(id) => client.networks().get(*id).await.map(drop),
+        Anchor::Server(id, _) => client.servers().get(*id).await.map(drop),
+        Anchor::Unknown => client.locations().list_all().await.map(drop),
+    };
+    match result {
+        Ok(()) => Answer::Found,
+        Err(e) if e.is_not_found() => Answer::NotFound,
         Err(e) if matches!(e.code(), Some(ErrorCode::Unauthorized | ErrorCode::Forbidden)) => {
-            Checked::Rejected(e.to_string())
+            Answer::Refused(e.to_string())
         }
-        Err(e) => Checked::Failed(e.to_string()),
+        Err(e) => Answer::Failed(e.to_string()),
     }
 }
 
