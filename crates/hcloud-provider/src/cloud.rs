@@ -18,7 +18,7 @@ use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
 use crate::robot::{RobotInventory, RobotMode};
 use crate::rotation::project::ProjectWitness;
-use crate::rotation::{CredentialRotation, EventSlot, RobotPair, Source};
+use crate::rotation::{CredentialRotation, EventSlot, Refusals, RobotPair, Source};
 use crate::routes::{HcloudRoutes, RoutesConfig};
 use hcloud_api::robot::RobotClient;
 
@@ -99,7 +99,9 @@ impl HcloudCloud {
             builder = builder.endpoint(endpoint.clone());
         }
         let metrics = hooks.metrics.unwrap_or_default();
-        builder = builder.observer(metrics.observer());
+        // The metrics, and a 401 of the token in use wakes the credential rotation.
+        let refusals = Refusals::default();
+        builder = builder.observer(refusals.token_observer(metrics.observer()));
         if let Some(gate) = hooks.gate.clone() {
             builder = builder.gate(gate);
         }
@@ -125,11 +127,12 @@ impl HcloudCloud {
 
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
-        let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics)?;
+        let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics, &refusals)?;
         // What a rotated token must see: the network, else the servers Nodes name.
         let witness = Arc::new(ProjectWitness::new(network.as_ref().map(|n| n.id)));
         let rotation_events: EventSlot = Arc::new(OnceLock::new());
-        let rotation = credential_rotation(config, &client, robot_client, metrics.clone(), &witness, &rotation_events);
+        let rotation = CredentialRotation::new(metrics.clone(), refusals);
+        let rotation = credential_rotation(config, &client, robot_client, rotation, &witness, &rotation_events);
         let mut instances = HcloudInstances::new(
             inventory.clone(),
             network.as_ref().map(|n| n.id),
@@ -198,17 +201,16 @@ impl HcloudCloud {
     }
 }
 
-/// What watches the credentials that came from files: the token of `client` and, with
-/// `robot_client`, the Robot pair.
+/// `rotation` watching the credentials that came from files: the token of `client` and, with
+/// `robot_client`, the Robot pair; `None` when none came from a file.
 fn credential_rotation(
     config: &Config,
     client: &Client,
     robot_client: Option<RobotClient>,
-    metrics: HcloudMetrics,
+    mut rotation: CredentialRotation,
     witness: &Arc<ProjectWitness>,
     events: &EventSlot,
 ) -> Option<CredentialRotation> {
-    let mut rotation = CredentialRotation::new(metrics);
     if let Some(file) = &config.token_file {
         let (token, witness, events) = (config.token.clone(), witness.clone(), events.clone());
         rotation = rotation.watch_token(file.clone(), client.clone(), token, witness, events);
@@ -238,6 +240,7 @@ fn robot_mode(
     robot: Option<&RobotConfig>,
     gate: Option<RequestGate>,
     metrics: &HcloudMetrics,
+    refusals: &Refusals,
 ) -> Result<(RobotMode, Option<RobotClient>), StartupError> {
     let Some(robot) = robot else {
         return Ok((RobotMode::Off, None));
@@ -252,7 +255,7 @@ fn robot_mode(
     if let Some(gate) = gate {
         client = client.with_gate(gate);
     }
-    client = client.with_observer(metrics.robot_observer());
+    client = client.with_observer(refusals.robot_observer(metrics.robot_observer()));
     info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
         rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
     let inventory = RobotInventory::new(client.clone(), robot.cache_timeout, robot.rate_limit_wait);
@@ -370,7 +373,8 @@ mod tests {
         ];
         for (env, expected) in cases {
             let c = config(env, Vec::new());
-            let (mode, client) = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default()).expect("client builds");
+            let (mode, client) = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default(), &Refusals::default())
+                .expect("client builds");
             assert_eq!(client.is_some(), *expected == "full", "{env:?}");
             let got = match mode {
                 RobotMode::Off => "off",

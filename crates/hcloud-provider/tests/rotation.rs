@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use cloud_provider::{Cloud, InstancesV2};
 use hcloud_fake::control::{SeedNetwork, SeedServer};
@@ -307,4 +308,41 @@ async fn a_valid_token_is_not_taken_before_its_project_is_proven() {
     assert_eq!(rotation.poll_once().await, vec![(Credential::HcloudToken, Outcome::CheckFailed)]);
     assert_eq!(fx.cloud.client().token_fingerprint(), token_fingerprint(OLD));
     assert_eq!(fx.requests_with(NEW), vec![("GET /v1/locations".to_owned(), 200)], "valid, nothing more known");
+}
+
+/// Issue 38, finding 7: the operator writes the new token to the Secret before creating it in
+/// the Console (refused: checked again in 5 minutes), then creates it and revokes the old one.
+/// The first 401 of the token in use has the refused token checked again at once, not minutes
+/// later while every request fails.
+#[tokio::test]
+async fn a_401_of_the_token_in_use_has_a_refused_token_checked_again_at_once() {
+    let mut fx = fx(&[OLD], &[("token", OLD)], &[], None).await;
+    let rotation = fx.cloud.take_credential_rotation().expect("watched");
+    fx.node_seen("node-a").await;
+    fx.volume.update(&[("token", NEW)]).expect("swap");
+    let task = tokio::spawn(rotation.run());
+    let rejected = r#"hcloud_ccm_credential_rotations_total{credential="hcloud_token",result="rejected"} 1"#;
+    let accepted = r#"hcloud_ccm_credential_rotations_total{credential="hcloud_token",result="accepted"} 1"#;
+    test_harness::wait_until(Duration::from_secs(20), "the not yet created token refused", async || {
+        fx.rotation_metric().iter().any(|l| l == rejected)
+    })
+    .await
+    .expect("refused at a poll");
+
+    fx.fake.handle().set_token_policy(TokenPolicy::allow([NEW]));
+    let e = fx.cloud.client().servers().list_all(&Default::default()).await.expect_err("the token in use is revoked");
+    assert_eq!(e.api().map(|a| a.status), Some(401), "{e}");
+    test_harness::wait_until(Duration::from_secs(20), "the refused token checked again and taken", async || {
+        fx.rotation_metric().iter().any(|l| l == accepted)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", fx.rotation_metric()));
+    assert_eq!(fx.cloud.client().token_fingerprint(), token_fingerprint(NEW));
+    let checks: Vec<_> = fx.requests_with(NEW);
+    assert_eq!(
+        checks,
+        vec![("GET /v1/servers/{id}".to_owned(), 401), ("GET /v1/servers/{id}".to_owned(), 200)],
+        "refused once, then checked again once"
+    );
+    task.abort();
 }

@@ -20,6 +20,10 @@
 //!                  └─ not asked (unreachable, 5xx, rate-limited) ──► the old one stays;
 //!                                  checked again after 15 s, doubling up to 5 min
 //!  each outcome: a log line and hcloud_ccm_credential_rotations_total{credential,result}
+//!
+//!  a 401 of the credential in use (any request of the running client; a check's own 401s
+//!  do not count) ──► read the file(s) now, a refused or unchecked credential is due at once;
+//!                    at most once per 30 s (decide::REFUSED_IN_USE_RECHECK)
 //! ```
 //!
 //! Polling rather than inotify: a mounted Secret changes at most about once a kubelet sync
@@ -40,12 +44,13 @@ use std::time::Duration;
 
 use cloud_provider::events::{EventSink, ProviderEvent};
 use hcloud_api::robot::{RobotClient, RobotError};
-use hcloud_api::{Client, ErrorCode, token_fingerprint};
+use hcloud_api::{Client, ErrorCode, RequestEvent, RequestObserver, RequestStart, token_fingerprint};
 use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-pub use decide::{Checked, FAILED_RECHECK_FIRST, REJECTED_RECHECK, recheck_after};
+pub use decide::{Checked, FAILED_RECHECK_FIRST, REFUSED_IN_USE_RECHECK, REJECTED_RECHECK, recheck_after};
 use decide::{Step, Watch};
 use project::{Anchor, Answer, ProjectWitness, TOKEN_FROM_OTHER_PROJECT, Verdict};
 pub use read::{RobotPair, Source, Token, token_problem};
@@ -106,6 +111,48 @@ impl Outcome {
     }
 }
 
+/// Where the clients report that the credential in use was refused (a 401 of a request that
+/// sent it), for the rotation to act at once. Built before the clients: their observers
+/// ([`Refusals::token_observer`], [`Refusals::robot_observer`]) signal it.
+#[derive(Debug, Clone, Default)]
+pub struct Refusals {
+    token: Arc<Notify>,
+    robot: Arc<Notify>,
+}
+
+impl Refusals {
+    /// The Cloud API client's observer: `inner` (the metrics), and a signal on every 401 that
+    /// is not a check's.
+    pub fn token_observer(&self, inner: Arc<dyn RequestObserver>) -> Arc<dyn RequestObserver> {
+        Arc::new(SignalRefusals { inner, refused: self.token.clone() })
+    }
+
+    /// The Robot client's observer, likewise.
+    pub fn robot_observer(&self, inner: Arc<dyn RequestObserver>) -> Arc<dyn RequestObserver> {
+        Arc::new(SignalRefusals { inner, refused: self.robot.clone() })
+    }
+}
+
+/// Passes every exchange to `inner` and signals `refused` on a 401 of the credential in use.
+struct SignalRefusals {
+    inner: Arc<dyn RequestObserver>,
+    refused: Arc<Notify>,
+}
+
+impl RequestObserver for SignalRefusals {
+    fn started(&self, request: &RequestStart<'_>) {
+        self.inner.started(request);
+    }
+
+    fn observe(&self, event: &RequestEvent<'_>) {
+        self.inner.observe(event);
+        if event.status == Some(401) && !event.trial {
+            // Stores one wake-up at most: a flood of 401s is one signal until it is taken.
+            self.refused.notify_one();
+        }
+    }
+}
+
 struct TokenWatch {
     file: PathBuf,
     client: Client,
@@ -130,6 +177,7 @@ pub struct CredentialRotation {
     token: Option<TokenWatch>,
     robot: Option<RobotWatch>,
     metrics: HcloudMetrics,
+    refusals: Refusals,
 }
 
 impl std::fmt::Debug for CredentialRotation {
@@ -142,9 +190,10 @@ impl std::fmt::Debug for CredentialRotation {
 }
 
 impl CredentialRotation {
-    /// A watcher of nothing yet, counting in `metrics`.
-    pub fn new(metrics: HcloudMetrics) -> CredentialRotation {
-        CredentialRotation { token: None, robot: None, metrics }
+    /// A watcher of nothing yet, counting in `metrics`, told by `refusals` when a credential
+    /// in use is refused.
+    pub fn new(metrics: HcloudMetrics, refusals: Refusals) -> CredentialRotation {
+        CredentialRotation { token: None, robot: None, metrics, refusals }
     }
 
     /// Watches `file` (`HCLOUD_TOKEN_FILE`) for the token of `client`, which now is `in_use`;
@@ -177,25 +226,61 @@ impl CredentialRotation {
         self.token.is_some() || self.robot.is_some()
     }
 
-    /// Polls every [`POLL_INTERVAL`], forever (stop it by dropping or aborting its task).
+    /// Polls every [`POLL_INTERVAL`], and when a credential in use is refused, forever (stop
+    /// it by dropping or aborting its task).
     pub async fn run(mut self) {
         let mut ticks = tokio::time::interval(POLL_INTERVAL);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticks.tick().await; // the first tick is immediate; the files were just read
+        let refusals = self.refusals.clone();
         loop {
-            ticks.tick().await;
-            self.poll_once().await;
+            tokio::select! {
+                _ = ticks.tick() => {
+                    self.poll_once().await;
+                }
+                () = refusals.token.notified() => {
+                    self.in_use_refused(Credential::HcloudToken).await;
+                }
+                () = refusals.robot.notified() => {
+                    self.in_use_refused(Credential::Robot).await;
+                }
+            }
         }
     }
 
     /// Reads the files once and acts on what changed; returns what happened (nothing when
     /// nothing changed).
     pub async fn poll_once(&mut self) -> Vec<(Credential, Outcome)> {
+        self.poll(true, true).await
+    }
+
+    /// The `credential` in use was refused (a 401): unless that happened within
+    /// [`REFUSED_IN_USE_RECHECK`] already, reads its file(s) now and checks a credential that
+    /// waits for its recheck at once; returns what happened.
+    pub async fn in_use_refused(&mut self, credential: Credential) -> Vec<(Credential, Outcome)> {
+        let now = Instant::now();
+        let due = match credential {
+            Credential::HcloudToken => self.token.as_mut().is_some_and(|t| t.watch.in_use_refused(now)),
+            Credential::Robot => self.robot.as_mut().is_some_and(|r| r.watch.in_use_refused(now)),
+        };
+        if !due {
+            return Vec::new();
+        }
+        info!(
+            credential = credential.label(),
+            "the credential in use was refused (401): reading its file now and checking a waiting credential at once"
+        );
+        self.poll(credential == Credential::HcloudToken, credential == Credential::Robot).await
+    }
+
+    /// Reads the token's file (`token`) and/or the Robot files (`robot`) and acts on what
+    /// changed.
+    async fn poll(&mut self, token: bool, robot: bool) -> Vec<(Credential, Outcome)> {
         let mut outcomes = Vec::new();
-        if let Some(t) = &mut self.token {
+        if let Some(t) = self.token.as_mut().filter(|_| token) {
             outcomes.extend(t.poll().await.map(|o| (Credential::HcloudToken, o)));
         }
-        if let Some(r) = &mut self.robot {
+        if let Some(r) = self.robot.as_mut().filter(|_| robot) {
             outcomes.extend(r.poll().await.map(|o| (Credential::Robot, o)));
         }
         for (credential, outcome) in &outcomes {
