@@ -346,3 +346,35 @@ async fn a_401_of_the_token_in_use_has_a_refused_token_checked_again_at_once() {
     );
     task.abort();
 }
+
+/// The same for Robot: the password written to the Secret before it was changed in Robot is
+/// refused; once Robot refuses the pair in use (the change is made), it is checked again at once.
+#[tokio::test]
+async fn a_401_of_the_robot_pair_in_use_has_a_refused_pair_checked_again_at_once() {
+    let files = [("robot-password", "robot-password")];
+    let env = [("HCLOUD_TOKEN", OLD), ("ROBOT_ENABLED", "true"), ("ROBOT_USER", "robot")];
+    let mut fx = fx(&[OLD], &files, &env, None).await;
+    let number = fx.fake.handle().seed_robot_server(&SeedRobotServer::new("bm-a")).expect("robot server");
+    let rotation = fx.cloud.take_credential_rotation().expect("the password file is watched");
+    fx.volume.update(&[("robot-password", "rotated-pw")]).expect("swap");
+    let task = tokio::spawn(rotation.run());
+    let line =
+        |result: &str| format!(r#"hcloud_ccm_credential_rotations_total{{credential="robot",result="{result}"}} 1"#);
+    test_harness::wait_until(Duration::from_secs(20), "the pair not yet changed in Robot refused", async || {
+        fx.rotation_metric().contains(&line("rejected"))
+    })
+    .await
+    .expect("refused at a poll");
+
+    let h = fx.fake.handle();
+    h.set_robot_credentials(RobotCredentials { user: "robot".into(), password: "rotated-pw".into() });
+    let instances = fx.cloud.instances_v2().expect("instances");
+    instances.instance_shutdown(&robot_node(number)).await.expect_err("Robot refuses the pair in use");
+    test_harness::wait_until(Duration::from_secs(20), "the refused pair checked again and taken", async || {
+        fx.rotation_metric().contains(&line("accepted"))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", fx.rotation_metric()));
+    assert!(!instances.instance_shutdown(&robot_node(number)).await.expect("the new pair is in use"));
+    task.abort();
+}
