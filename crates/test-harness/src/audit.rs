@@ -66,6 +66,9 @@ pub struct AuditEvent {
     pub name: Option<String>,
     /// The HTTP status code of the answer.
     pub code: u16,
+    /// The client's `User-Agent` (a controller manager's names the controller last:
+    /// `<program>/<version> (<os>/<arch>) <controller>`).
+    pub user_agent: String,
 }
 
 impl AuditEvent {
@@ -88,6 +91,8 @@ struct RawEvent {
     verb: String,
     #[serde(default)]
     request_u_r_i: String,
+    #[serde(default)]
+    user_agent: String,
     #[serde(default)]
     user: RawUser,
     #[serde(default)]
@@ -143,6 +148,7 @@ pub fn parse_audit_log(text: &str) -> Vec<AuditEvent> {
                 namespace: object.namespace,
                 name: object.name,
                 code: raw.response_status.map_or(0, |s| s.code),
+                user_agent: raw.user_agent,
             }
         })
         .collect()
@@ -216,7 +222,7 @@ mod tests {
     #[test]
     fn audit_lines_parse_into_events() {
         let log = concat!(
-            r#"{"kind":"Event","level":"Metadata","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/services/s/status","verb":"patch","user":{"username":"system:serviceaccount:kube-system:a","groups":["system:serviceaccounts"]},"objectRef":{"resource":"services","namespace":"ns","name":"s","apiVersion":"v1","subresource":"status"},"responseStatus":{"metadata":{},"code":200}}"#,
+            r#"{"kind":"Event","level":"Metadata","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/services/s/status","verb":"patch","user":{"username":"system:serviceaccount:kube-system:a","groups":["system:serviceaccounts"]},"userAgent":"hcloud-ccm/0.1.0 (linux/amd64) service-lb-controller","objectRef":{"resource":"services","namespace":"ns","name":"s","apiVersion":"v1","subresource":"status"},"responseStatus":{"metadata":{},"code":200}}"#,
             "\n",
             r#"{"kind":"Event","verb":"get","requestURI":"/api/v1/nodes/n","user":{"username":"u"},"objectRef":{"resource":"nodes","name":"n","apiVersion":"v1"},"responseStatus":{"metadata":{},"status":"Failure","reason":"Forbidden","code":403}}"#,
             "\n",
@@ -227,6 +233,8 @@ mod tests {
         assert_eq!(events.len(), 3);
         assert_eq!(events[0].resource, "services/status");
         assert_eq!(events[0].namespace.as_deref(), Some("ns"));
+        assert_eq!(events[0].user_agent, "hcloud-ccm/0.1.0 (linux/amd64) service-lb-controller");
+        assert_eq!(events[1].user_agent, "");
         assert!(events[0].is_write());
         assert_eq!((events[1].code, events[1].resource.as_str(), events[1].is_write()), (403, "nodes", false));
         assert_eq!(events[2].resource, "");
