@@ -9,7 +9,7 @@
 //! [`ControlPlane::service_account_kubeconfig`]: a ServiceAccount of its own and a token the
 //! API server issued for it (TokenRequest), as a Pod's would be.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -17,35 +17,14 @@ use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use serde::Deserialize;
 
+pub use crate::audit_policy::AUDIT_POLICY;
+use crate::audit_policy::LOG_FILE;
 use crate::control_plane::ControlPlane;
 use crate::error::HarnessError;
 use crate::kubeconfig::{base64, kubeconfig};
 
-/// The audit policy of every control plane: ServiceAccounts' requests once each, when answered.
-pub const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-- level: Metadata
-  userGroups: ["system:serviceaccounts"]
-- level: None
-"#;
-
 /// The verbs that change something (all others only read).
 pub const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
-
-/// The file names of the policy and the log in the control plane's directory.
-pub(crate) const POLICY_FILE: &str = "audit-policy.yaml";
-pub(crate) const LOG_FILE: &str = "audit.log";
-
-/// kube-apiserver's flags for [`AUDIT_POLICY`] with the log in `dir`.
-pub(crate) fn apiserver_flags(dir: &Path) -> [String; 3] {
-    [
-        format!("--audit-policy-file={}", dir.join(POLICY_FILE).display()),
-        format!("--audit-log-path={}", dir.join(LOG_FILE).display()),
-        "--audit-log-format=json".to_owned(),
-    ]
-}
 
 /// One request as the audit log records it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -488,7 +488,7 @@ async fn start_once(
         csv.push_str(&format!("{token},{},{},\"{}\"\n", user.name, user.name, user.groups.join(",")));
     }
     write(&dir.path().join("tokens.csv"), &csv).map_err(other)?;
-    write(&dir.path().join(crate::audit::POLICY_FILE), crate::audit::AUDIT_POLICY).map_err(other)?;
+    write(&dir.path().join(crate::audit_policy::POLICY_FILE), crate::audit_policy::AUDIT_POLICY).map_err(other)?;
     let [client_port, peer_port, apiserver_port] = free_ports().map_err(other)?;
     let spawned = Instant::now();
     let root = dir.path();
@@ -537,7 +537,7 @@ async fn start_once(
         "--disable-admission-plugins=TaintNodesByCondition".to_owned(),
     ];
     // ServiceAccounts' requests, for tests that check what a process did (crate::audit).
-    apiserver_args.extend(crate::audit::apiserver_flags(root));
+    apiserver_args.extend(crate::audit_policy::apiserver_flags(root));
     let apiserver = Supervised::spawn(
         "kube-apiserver",
         &assets.join("kube-apiserver"),

@@ -94,6 +94,7 @@
 
 mod assets;
 pub mod audit;
+mod audit_policy;
 mod control_plane;
 mod error;
 mod events;
