@@ -552,7 +552,13 @@ mod deletion;
 #[path = "type_lookup.rs"]
 mod type_lookup;
 
-use type_lookup::Target;
+/// The Load Balancer a sync works on.
+pub(super) enum Target {
+    /// The one found, and the type it changes to, if any.
+    Existing { lb: Arc<LoadBalancer>, change: Option<LoadBalancerType> },
+    /// A new one, of this type.
+    New(LoadBalancerType),
+}
 
 #[cfg(test)]
 mod tests {
