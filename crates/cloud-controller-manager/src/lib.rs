@@ -39,5 +39,5 @@ mod supervise;
 
 pub use args::ManagerArgs;
 pub use fence::Fence;
-pub use manager::{Identity, Manager, ManagerError, shutdown_on_signals};
+pub use manager::{Identity, Manager, ManagerError, ProgramTask, shutdown_on_signals};
 pub use options::{LogFormat, Options};

@@ -55,6 +55,17 @@ pub struct Identity {
     pub field_manager: &'static str,
 }
 
+/// A long-running task of the program itself, for [`Manager::spawn_task`].
+#[derive(Debug, Clone, Copy)]
+pub struct ProgramTask {
+    /// Its health check: `/healthz/<check>`, also the `task` field of the logs.
+    pub check: &'static str,
+    /// How messages name it, e.g. `the credential rotation`.
+    pub what: &'static str,
+    /// What its end means, for the error log, e.g. `credentials are no longer rotated`.
+    pub consequence: &'static str,
+}
+
 /// A controller manager, configured and ready to run.
 pub struct Manager {
     identity: Identity,
@@ -100,6 +111,21 @@ impl Manager {
     /// The health checks, for the provider's own checks.
     pub fn health(&self) -> Health {
         self.health.clone()
+    }
+
+    /// Spawns the program's own long-running `future` (e.g. hcloud-ccm's credential rotation)
+    /// under the supervision of the manager's tasks: if it ends before `shutdown` fired, by
+    /// returning or by panicking, an error naming it is logged and `/healthz/<check>` fails
+    /// from then on, so the liveness probe restarts the process. It runs in every replica, from
+    /// now on (no leader fence of its own). The handle aborts it.
+    pub fn spawn_task(
+        &self,
+        task: ProgramTask,
+        shutdown: &CancellationToken,
+        future: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> JoinHandle<()> {
+        let supervised = Supervised::task(task.check, task.what, task.consequence, shutdown.clone());
+        tokio::spawn(supervise(supervised, future, &self.health, || {}))
     }
 
     /// The options.

@@ -1,10 +1,13 @@
-//! Supervision of the manager's long-running tasks: the controllers, the informers' watches and
-//! the provider's event queue. A task that ends before it was told to stop, by returning or by
+//! Supervision of the manager's long-running tasks: the controllers, the informers' watches, the
+//! provider's event queue and the program's own tasks ([`crate::Manager::spawn_task`], e.g.
+//! hcloud-ccm's credential rotation). A task that ends before it was told to stop, by returning or by
 //! panicking, is logged as an error naming it, and its health check fails from then on: the
 //! liveness probe restarts the process (upstream crashes at once). A stopped task is not
 //! restarted here, because its state is unknown.
 //!
-//! - A controller's check is on `/healthz` (controllers run only on the leader).
+//! - A controller's check is on `/healthz` (controllers run only on the leader); so is a
+//!   program's task's (it runs on every replica, but the replica still serves without it: its
+//!   end calls for a restart, not for taking the replica out of service).
 //! - An informer's and the event queue's checks are on `/healthz` and `/readyz`: they run on
 //!   every replica, and without them the controllers work from a cache that no longer changes,
 //!   or the provider's events are lost. `informer-sync` (`/readyz`) also reports a stopped
@@ -62,6 +65,18 @@ impl Supervised {
             what: format!("the {kind} informer"),
             probes: FEED_PROBES,
             consequence: "the controllers work from a cache that no longer follows the API server",
+            stop: shutdown,
+        }
+    }
+
+    /// The program's task `check` (`what` in messages; `consequence`: what its end means),
+    /// stopped by `shutdown`.
+    pub(crate) fn task(check: &str, what: &str, consequence: &'static str, shutdown: CancellationToken) -> Self {
+        Supervised {
+            check: check.to_owned(),
+            what: what.to_owned(),
+            probes: CONTROLLER_PROBES,
+            consequence,
             stop: shutdown,
         }
     }

@@ -30,7 +30,10 @@ fn counter(metrics: &str, series: &str) -> Option<u64> {
 
 #[tokio::test]
 async fn a_handler_panic_is_counted_and_the_informer_keeps_delivering() {
-    let cp = ControlPlane::shared().await.expect("control plane");
+    // The manager watches every Node and Service of its cluster: a control plane of the
+    // binary's pool for this test alone.
+    let turn = ControlPlane::exclusive().await.expect("control plane");
+    let cp = turn.control_plane();
     let admin = cp.admin_client().await.expect("admin");
     let manager = Manager::new(IDENTITY, common::options(cp, &[]));
     let (health, registry) = (manager.health(), manager.metrics());

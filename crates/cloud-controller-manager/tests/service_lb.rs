@@ -19,7 +19,10 @@ use common::{Balancers, IDENTITY, IP, LbOnly, PATIENCE};
 
 #[tokio::test]
 async fn the_manager_runs_the_service_controller() {
-    let cp = ControlPlane::shared().await.expect("control plane");
+    // The manager watches every Node and Service of its cluster: a control plane of the
+    // binary's pool for this test alone.
+    let turn = ControlPlane::exclusive().await.expect("control plane");
+    let cp = turn.control_plane();
     let admin = cp.admin_client().await.expect("admin");
     let options = common::options(cp, &["--concurrent-service-syncs=2"]);
     let manager = Manager::new(IDENTITY, options);

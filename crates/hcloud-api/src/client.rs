@@ -201,6 +201,7 @@ impl ClientBuilder {
                 gate: self.gate,
                 debug: self.debug,
                 rate_limit: Mutex::new(None),
+                trial: false,
             }),
         })
     }
@@ -238,6 +239,8 @@ struct Inner {
     gate: Option<RequestGate>,
     debug: bool,
     rate_limit: Mutex<Option<RateLimit>>,
+    /// Made by [`Client::with_token`]: its exchanges are reported as trials.
+    trial: bool,
 }
 
 impl fmt::Debug for Client {
@@ -343,7 +346,8 @@ impl Client {
     /// shares this client's connections, endpoint, timeouts, retry and poll policies, observer
     /// and debug log, has a rate-limit view and a token of its own, and consults **no request
     /// gate** — meant for a read such as `GET /locations` that checks a token, which a
-    /// standby replica needs as much as the leader.
+    /// standby replica needs as much as the leader. Its exchanges reach the observer marked
+    /// [`RequestEvent::trial`](crate::RequestEvent::trial).
     pub fn with_token(&self, token: SecretString) -> Result<Client, Error> {
         check_token_format(&token)?;
         let inner = &self.inner;
@@ -360,6 +364,7 @@ impl Client {
                 gate: None,
                 debug: inner.debug,
                 rate_limit: Mutex::new(None),
+                trial: true,
             }),
         })
     }
@@ -476,7 +481,14 @@ impl Client {
                 wire_log::request(request_name, body);
             }
         }
-        let flight = InFlight::start(inner.observer.as_deref(), method, target.template, &target.api_endpoint, attempt);
+        let flight = InFlight::start(
+            inner.observer.as_deref(),
+            method,
+            target.template,
+            &target.api_endpoint,
+            attempt,
+            inner.trial,
+        );
         let result = async {
             let resp = req.send().await?;
             let status = resp.status();

@@ -51,6 +51,10 @@ pub struct RequestEvent<'a> {
     pub duration: Duration,
     /// 0 for the first attempt, then 1, 2, ... for retries.
     pub attempt: u32,
+    /// Sent with a credential being tried, not the one in use: by a client made with
+    /// [`crate::Client::with_token`] or [`crate::robot::RobotClient::with_credentials`]. A
+    /// 401 of such an exchange says nothing about the credential in use.
+    pub trial: bool,
 }
 
 impl RequestEvent<'_> {
@@ -99,6 +103,7 @@ pub(crate) struct InFlight<'a> {
     endpoint: &'static str,
     api_endpoint: &'a str,
     attempt: u32,
+    trial: bool,
     started: Instant,
     done: bool,
 }
@@ -110,11 +115,12 @@ impl<'a> InFlight<'a> {
         endpoint: &'static str,
         api_endpoint: &'a str,
         attempt: u32,
+        trial: bool,
     ) -> InFlight<'a> {
         if let Some(o) = observer {
             o.started(&RequestStart { method, endpoint, api_endpoint, attempt });
         }
-        InFlight { observer, method, endpoint, api_endpoint, attempt, started: Instant::now(), done: false }
+        InFlight { observer, method, endpoint, api_endpoint, attempt, trial, started: Instant::now(), done: false }
     }
 
     /// Reports the end of the exchange.
@@ -135,6 +141,7 @@ impl<'a> InFlight<'a> {
                 status,
                 duration: self.started.elapsed(),
                 attempt: self.attempt,
+                trial: self.trial,
             });
         }
     }

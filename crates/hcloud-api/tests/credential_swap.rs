@@ -74,6 +74,22 @@ async fn a_token_is_tried_past_the_gate_without_touching_the_client() {
 }
 
 #[tokio::test]
+async fn the_observer_tells_a_tried_token_from_the_token_in_use() {
+    let env = Env::start(FakeConfig::default().with_token_policy(TokenPolicy::allow([TOKEN]))).await;
+    env.client.locations().list_all().await.expect("the token in use");
+    let trial = env.client.with_token(SecretString::from(NEW)).expect("well-formed");
+    trial.locations().list_all().await.expect_err("the fake does not know the new token yet");
+    env.h.set_token_policy(TokenPolicy::allow([NEW]));
+    env.client.locations().list_all().await.expect_err("the token in use was revoked");
+    trial.locations().list_all().await.expect("the new token is valid now");
+    assert_eq!(
+        *env.rec.trials.lock().unwrap(),
+        vec![(Some(200), false), (Some(401), true), (Some(401), false), (Some(200), true)],
+        "a 401 of a trial says nothing about the token in use"
+    );
+}
+
+#[tokio::test]
 async fn new_robot_credentials_are_sent_by_every_clone_and_tried_past_the_gate() {
     let env = Env::start(FakeConfig::default()).await;
     let gate: hcloud_api::RequestGate = Arc::new(|| Err("standing by".to_owned()));

@@ -223,10 +223,23 @@ mod tests {
                 missing.push(format!("--{long}"));
             }
         }
-        let variables = ENV_HELP.iter().chain(LB_ENV_HELP).map(|(k, _)| *k).chain([LOAD_BALANCER_CLASS_ENV]);
-        for variable in variables {
+        // The variables `--help` lists, those the flags fall back to, and every one the binary
+        // reads (the provider's configuration asked, and std::env reads in the non-test source
+        // of the crates it is built from: crate::env_reads).
+        let mut variables: std::collections::BTreeMap<String, String> =
+            ENV_HELP.iter().chain(LB_ENV_HELP).map(|(k, _)| ((*k).to_owned(), "listed by --help".to_owned())).collect();
+        for arg in <Cli as clap::CommandFactory>::command().get_arguments() {
+            if let Some(env) = arg.get_env().and_then(|e| e.to_str()) {
+                variables.insert(env.to_owned(), format!("the fallback of --{}", arg.get_long().unwrap_or_default()));
+            }
+        }
+        assert!(variables.contains_key(LOAD_BALANCER_CLASS_ENV), "{variables:?}");
+        for (variable, found) in crate::env_reads::variables() {
+            variables.entry(variable).or_insert(found);
+        }
+        for (variable, found) in &variables {
             if !reference.contains(&format!("`{variable}`")) {
-                missing.push(variable.to_owned());
+                missing.push(format!("{variable} ({found})"));
             }
         }
         for annotation in hcloud_provider::load_balancers::annotations::ALL {

@@ -14,6 +14,8 @@
 mod build_date;
 mod cli;
 #[cfg(test)]
+mod env_reads;
+#[cfg(test)]
 mod official_flags;
 mod run;
 

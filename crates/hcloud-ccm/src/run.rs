@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use cloud_controller_manager::{Identity, Manager, logging, shutdown_on_signals};
+use cloud_controller_manager::{Identity, Manager, ProgramTask, logging, shutdown_on_signals};
 use controller_serving::parse_listen_address;
 use hcloud_provider::{ClientHooks, Config, HcloudCloud, HcloudMetrics, PROVIDER_NAME};
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, VersionRequest};
 
@@ -97,13 +98,31 @@ async fn run(manager: Manager, config: Config) -> anyhow::Result<()> {
         _ = shutdown.cancelled() => return Ok(()),
     };
     // Credentials from files rotate without a restart, in every replica.
-    let rotation = cloud.take_credential_rotation().map(|r| tokio::spawn(r.run()));
+    let rotation = cloud.take_credential_rotation().map(|r| spawn_rotation(&manager, r.run(), &shutdown));
     let result = manager.run(Arc::new(cloud), shutdown).await;
     if let Some(task) = rotation {
         task.abort();
     }
     result?;
     Ok(())
+}
+
+/// The credential rotation as the manager supervises it.
+const ROTATION: ProgramTask = ProgramTask {
+    check: "credential-rotation",
+    what: "the credential rotation",
+    consequence: "credentials from files are no longer rotated",
+};
+
+/// Runs the credential rotation `task` until `shutdown`, supervised like the controllers: if
+/// it ends or panics before, `/healthz/credential-rotation` fails (the liveness probe restarts
+/// the process) instead of rotation ending for good behind a green probe.
+fn spawn_rotation(
+    manager: &Manager,
+    task: impl Future<Output = ()> + Send + 'static,
+    shutdown: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    manager.spawn_task(ROTATION, shutdown, task)
 }
 
 #[cfg(test)]
@@ -124,6 +143,44 @@ mod tests {
             Err(error) => error.to_string(),
         };
         (listener, addr, cause)
+    }
+
+    /// Issue 38, finding 6: the credential rotation runs under the manager's supervision: a
+    /// panic turns `/healthz` red (the liveness probe restarts the process) instead of ending
+    /// rotation for good behind a green probe.
+    #[tokio::test]
+    async fn a_panic_of_the_credential_rotation_turns_healthz_red() {
+        use clap::Parser as _;
+        use controller_serving::Probe;
+
+        let cli = crate::cli::Cli::try_parse_from(["hcloud-ccm", "--cloud-provider=hcloud", "--allow-untagged-cloud"])
+            .expect("flags");
+        let manager =
+            cloud_controller_manager::Manager::new(super::IDENTITY, cli.manager.validate("hcloud").expect("valid"));
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let _task = super::spawn_rotation(&manager, async { panic!("a bug in the rotation") }, &shutdown);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while health.run(Probe::Healthz, &[]).passed() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!health.run(Probe::Healthz, &[]).passed(), "/healthz stays green after the rotation panicked");
+        assert_eq!(
+            health.run_one(Probe::Healthz, "credential-rotation"),
+            Some(controller_serving::Outcome::Failed("the credential rotation stopped".to_owned()))
+        );
+        assert!(health.run(Probe::Readyz, &[]).passed(), "the replica still serves");
+
+        // Ended by the shutdown: no failure.
+        let manager =
+            cloud_controller_manager::Manager::new(super::IDENTITY, cli.manager.validate("hcloud").expect("valid"));
+        let health = manager.health();
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        let task = super::spawn_rotation(&manager, async move { stop.cancelled().await }, &shutdown);
+        shutdown.cancel();
+        task.await.expect("ends");
+        assert!(health.run(Probe::Healthz, &[]).passed(), "stopped on purpose");
     }
 
     /// What `main` prints: the error with its chain of causes.

@@ -49,6 +49,11 @@ impl TokenPolicy {
         Self::Deny { tokens: tokens.into_iter().map(Into::into).collect() }
     }
 
+    /// Whether the policy names `token` as refused (a deny list holding it).
+    pub fn denies(&self, token: &str) -> bool {
+        matches!(self, Self::Deny { tokens } if tokens.contains(token))
+    }
+
     /// Whether `token` (already taken out of `Bearer <token>`) is accepted.
     pub fn accepts(&self, token: &str) -> bool {
         if token.is_empty() {

@@ -14,6 +14,7 @@ use crate::data_plane::shared::DataPlaneShared;
 use crate::error::FakeError;
 use crate::faults::{ActiveFault, FaultRule, Faults};
 use crate::metrics::Metrics;
+use crate::projects::{DEFAULT_PROJECT, Projects};
 use crate::rate_limit::{RateLimitConfig, RateLimitStatus, TokenBucket};
 use crate::robot::{RobotCredentials, RobotServer as RobotServerRecord, RobotServerPatch, RobotState, SeedRobotServer};
 use crate::state::State;
@@ -27,7 +28,9 @@ use crate::wire::{Action, Certificate, DeprecationInfo, LoadBalancer, Network, S
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: FakeConfig,
-    pub state: Mutex<State>,
+    /// Every project's state ([`crate::projects`]); the default project's is the fake as it
+    /// always was.
+    pub projects: Mutex<Projects>,
     pub bucket: Mutex<TokenBucket>,
     pub faults: Mutex<Faults>,
     pub policy: Mutex<TokenPolicy>,
@@ -50,10 +53,15 @@ fn fresh_state(config: &FakeConfig, data_plane: Option<&Arc<DataPlaneShared>>) -
 
 /// A cloneable handle to one fake's state and controls (`Clone + Send + Sync`).
 ///
-/// Every method first settles due actions, exactly like an HTTP request does.
+/// Every method first settles due actions, exactly like an HTTP request does. The state
+/// methods (seeding, instant mutations, snapshots) work on the handle's project: the default
+/// one, unless the handle came from [`FakeHandle::add_project`] or [`FakeHandle::project`]
+/// (see [`crate::projects`]); everything else is shared by all projects.
 #[derive(Debug, Clone)]
 pub struct FakeHandle {
     pub(crate) shared: Arc<Shared>,
+    /// The project whose state the state methods work on.
+    pub(crate) project: Arc<str>,
 }
 
 impl FakeHandle {
@@ -62,7 +70,7 @@ impl FakeHandle {
         let data_plane = config.load_balancer_data_plane.clone().map(|c| Arc::new(DataPlaneShared::new(c)));
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(fresh_state(&config, data_plane.as_ref())),
+                projects: Mutex::new(Projects::new(fresh_state(&config, data_plane.as_ref()))),
                 bucket: Mutex::new(TokenBucket::new(config.rate_limit)),
                 faults: Mutex::new(Faults::default()),
                 policy: Mutex::new(config.token_policy.clone()),
@@ -73,6 +81,7 @@ impl FakeHandle {
                 data_plane,
                 config,
             }),
+            project: Arc::from(DEFAULT_PROJECT),
         }
     }
 
@@ -88,14 +97,21 @@ impl FakeHandle {
 
     /// [`FakeHandle::with_state`] without waking the data plane (the data plane's own reads).
     pub(crate) fn with_state_quiet<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut state = self.shared.state.lock_unpoisoned();
+        let mut projects = self.shared.projects.lock_unpoisoned();
+        let state = projects.state(&self.project);
         state.settle(Instant::now());
-        f(&mut state)
+        f(state)
     }
 
-    /// Reads the state as it is, without settling (the data plane's per-connection reads).
+    /// Reads the default project's state as it is, without settling (the data plane's
+    /// per-connection reads: it carries the default project's Load Balancers only).
     pub(crate) fn with_state_unsettled<R>(&self, f: impl FnOnce(&State) -> R) -> R {
-        f(&self.shared.state.lock_unpoisoned())
+        f(self.shared.projects.lock_unpoisoned().default_state())
+    }
+
+    /// Runs `f` on every project's state (fake-wide settings).
+    fn with_all_states(&self, mut f: impl FnMut(&mut State)) {
+        self.shared.projects.lock_unpoisoned().states().for_each(&mut f);
     }
 
     pub(crate) fn data_plane_shared(&self) -> Option<Arc<DataPlaneShared>> {
@@ -106,8 +122,11 @@ impl FakeHandle {
         self.shared.config.log_requests
     }
 
+    /// Whether `/v1` accepts `token`: by the policy, or as a token of a project of its own
+    /// (unless the policy denies it by name).
     pub(crate) fn token_accepted(&self, token: &str) -> bool {
-        self.shared.policy.lock_unpoisoned().accepts(token)
+        let policy = self.shared.policy.lock_unpoisoned();
+        policy.accepts(token) || (self.is_project_token(token) && !policy.denies(token))
     }
 
     pub(crate) fn acquire_rate(&self) -> RateLimitStatus {
@@ -223,9 +242,9 @@ impl FakeHandle {
         Ok(self.with_state(|s| s.remove_route_now(network, destination))?)
     }
 
-    /// Sets how many routes a network may have (default: the API's 100).
+    /// Sets how many routes a network may have (default: the API's 100), in every project.
     pub fn set_route_limit(&self, max_routes: usize) {
-        self.with_state(|s| s.max_routes = max_routes);
+        self.with_all_states(|s| s.max_routes = max_routes);
     }
 
     /// Sets (or clears) the health a load balancer reports for one of its targets.
@@ -283,14 +302,16 @@ impl FakeHandle {
 
     // ----- configuration -----
 
-    /// Sets the delay of newly started actions (zero: they finish immediately).
+    /// Sets the delay of newly started actions (zero: they finish immediately), in every
+    /// project.
     pub fn set_action_delay(&self, delay: Duration) {
-        self.with_state(|s| s.action_delay = delay);
+        self.with_all_states(|s| s.action_delay = delay);
     }
 
-    /// Sets how long finished actions are kept (zero: pruned at the next request).
+    /// Sets how long finished actions are kept (zero: pruned at the next request), in every
+    /// project.
     pub fn set_action_retention(&self, retention: Duration) {
-        self.with_state(|s| s.action_retention = retention);
+        self.with_all_states(|s| s.action_retention = retention);
     }
 
     /// Sets the rate limit; the bucket starts full.
@@ -352,11 +373,11 @@ impl FakeHandle {
         self.shared.metrics.lock_unpoisoned().reset();
     }
 
-    /// Back to the start: empty state, no faults, locks or failures, cleared counters, and
-    /// the configuration the fake was created with.
+    /// Back to the start: empty state, no faults, locks or failures, cleared counters, only the
+    /// default project, and the configuration the fake was created with.
     pub fn reset(&self) {
         let config = &self.shared.config;
-        *self.shared.state.lock_unpoisoned() = fresh_state(config, self.shared.data_plane.as_ref());
+        *self.shared.projects.lock_unpoisoned() = Projects::new(fresh_state(config, self.shared.data_plane.as_ref()));
         if let Some(dp) = &self.shared.data_plane {
             dp.reset();
         }

@@ -75,6 +75,7 @@ pub mod http;
 pub mod label_selector;
 pub mod metrics;
 pub mod pagination;
+pub mod projects;
 pub mod query;
 pub mod rate_limit;
 pub mod robot;
@@ -91,5 +92,6 @@ pub use data_plane::{DataPlaneConfig, DataPlaneConfigError, ProxyProtocolVersion
 pub use error::{ApiError, FakeError};
 pub use faults::{FaultRule, InjectedError, ResetPoint};
 pub use handle::FakeHandle;
+pub use projects::{DEFAULT_PROJECT, SeedProject};
 pub use rate_limit::RateLimitConfig;
 pub use server::FakeServer;

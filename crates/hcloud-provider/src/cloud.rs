@@ -1,6 +1,6 @@
 //! The Hetzner `Cloud`: start-up checks and the capabilities it offers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use sync_lock::Unpoison as _;
 
@@ -17,7 +17,8 @@ use crate::inventory::Inventory;
 use crate::load_balancers::HcloudLoadBalancers;
 use crate::metrics::HcloudMetrics;
 use crate::robot::{RobotInventory, RobotMode};
-use crate::rotation::{CredentialRotation, RobotPair, Source};
+use crate::rotation::project::ProjectWitness;
+use crate::rotation::{CredentialRotation, EventSlot, Refusals, RobotPair, Source};
 use crate::routes::{HcloudRoutes, RoutesConfig};
 use hcloud_api::robot::RobotClient;
 
@@ -78,6 +79,8 @@ pub struct HcloudCloud {
     routes: Option<Arc<HcloudRoutes>>,
     load_balancers: Option<Arc<HcloudLoadBalancers>>,
     rotation: Mutex<Option<CredentialRotation>>,
+    /// Where the credential rotation's Warnings go (set by `initialize`).
+    rotation_events: EventSlot,
 }
 
 impl HcloudCloud {
@@ -96,7 +99,9 @@ impl HcloudCloud {
             builder = builder.endpoint(endpoint.clone());
         }
         let metrics = hooks.metrics.unwrap_or_default();
-        builder = builder.observer(metrics.observer());
+        // The metrics, and a 401 of the token in use wakes the credential rotation.
+        let refusals = Refusals::default();
+        builder = builder.observer(refusals.token_observer(metrics.observer()));
         if let Some(gate) = hooks.gate.clone() {
             builder = builder.gate(gate);
         }
@@ -122,8 +127,12 @@ impl HcloudCloud {
 
         let inventory =
             Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
-        let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics)?;
-        let rotation = credential_rotation(config, &client, robot_client, metrics.clone());
+        let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics, &refusals)?;
+        // What a rotated token must see: the network, else the servers Nodes name.
+        let witness = Arc::new(ProjectWitness::new(network.as_ref().map(|n| n.id)));
+        let rotation_events: EventSlot = Arc::new(OnceLock::new());
+        let rotation = CredentialRotation::new(metrics.clone(), refusals);
+        let rotation = credential_rotation(config, &client, robot_client, rotation, &witness, &rotation_events);
         let mut instances = HcloudInstances::new(
             inventory.clone(),
             network.as_ref().map(|n| n.id),
@@ -132,7 +141,8 @@ impl HcloudCloud {
             config.cache_max_age,
             config.lifecycle_max_age,
         )
-        .with_metrics(metrics.clone());
+        .with_metrics(metrics.clone())
+        .with_witness(witness);
         instances = instances.with_robot(RobotSupport {
             mode: robot.clone(),
             forward_internal_ips: config.robot.as_ref().is_some_and(|r| r.forward_internal_ips),
@@ -164,6 +174,7 @@ impl HcloudCloud {
             routes,
             load_balancers,
             rotation: Mutex::new(rotation),
+            rotation_events,
         })
     }
 
@@ -190,17 +201,19 @@ impl HcloudCloud {
     }
 }
 
-/// What watches the credentials that came from files: the token of `client` and, with
-/// `robot_client`, the Robot pair.
+/// `rotation` watching the credentials that came from files: the token of `client` and, with
+/// `robot_client`, the Robot pair; `None` when none came from a file.
 fn credential_rotation(
     config: &Config,
     client: &Client,
     robot_client: Option<RobotClient>,
-    metrics: HcloudMetrics,
+    mut rotation: CredentialRotation,
+    witness: &Arc<ProjectWitness>,
+    events: &EventSlot,
 ) -> Option<CredentialRotation> {
-    let mut rotation = CredentialRotation::new(metrics);
     if let Some(file) = &config.token_file {
-        rotation = rotation.watch_token(file.clone(), client.clone(), config.token.clone());
+        let (token, witness, events) = (config.token.clone(), witness.clone(), events.clone());
+        rotation = rotation.watch_token(file.clone(), client.clone(), token, witness, events);
     }
     let robot = config.robot.as_ref();
     if let (Some(robot_client), Some(robot)) = (robot_client, robot)
@@ -227,6 +240,7 @@ fn robot_mode(
     robot: Option<&RobotConfig>,
     gate: Option<RequestGate>,
     metrics: &HcloudMetrics,
+    refusals: &Refusals,
 ) -> Result<(RobotMode, Option<RobotClient>), StartupError> {
     let Some(robot) = robot else {
         return Ok((RobotMode::Off, None));
@@ -241,7 +255,7 @@ fn robot_mode(
     if let Some(gate) = gate {
         client = client.with_gate(gate);
     }
-    client = client.with_observer(metrics.robot_observer());
+    client = client.with_observer(refusals.robot_observer(metrics.robot_observer()));
     info!(endpoint = %robot.endpoint, user = %user, cache_timeout = ?robot.cache_timeout,
         rate_limit_wait = ?robot.rate_limit_wait, "Robot (dedicated server) support enabled");
     let inventory = RobotInventory::new(client.clone(), robot.cache_timeout, robot.rate_limit_wait);
@@ -316,6 +330,7 @@ impl Cloud for HcloudCloud {
     }
 
     fn initialize(&self, events: Arc<dyn EventSink>) {
+        let _ = self.rotation_events.set(events.clone());
         self.instances.set_events(events.clone());
         if let Some(lb) = &self.load_balancers {
             lb.set_events(events);
@@ -358,7 +373,8 @@ mod tests {
         ];
         for (env, expected) in cases {
             let c = config(env, Vec::new());
-            let (mode, client) = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default()).expect("client builds");
+            let (mode, client) = robot_mode(c.robot.as_ref(), None, &HcloudMetrics::default(), &Refusals::default())
+                .expect("client builds");
             assert_eq!(client.is_some(), *expected == "full", "{env:?}");
             let got = match mode {
                 RobotMode::Off => "off",

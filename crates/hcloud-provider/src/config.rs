@@ -117,7 +117,8 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     (
         "HCLOUD_TOKEN_FILE",
         "File holding the token (whitespace trimmed); HCLOUD_TOKEN wins if both are set. Watched: a new token in it \
-         (e.g. an updated Secret) is checked (GET /locations) and used without a restart; a refused one is not used.",
+         (e.g. an updated Secret) is checked (it must see this cluster's project: HCLOUD_NETWORK's network, else a \
+         Node's server) and used without a restart; a refused one (or another project's) is not used.",
     ),
     ("HCLOUD_ENDPOINT", "API base URL (default https://api.hetzner.cloud/v1)."),
     ("HCLOUD_DEBUG", "true: log every API request and response body (the token is never logged). Default false."),

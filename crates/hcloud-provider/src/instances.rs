@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use cloud_provider::events::EventSink;
+use cloud_provider::events::{EventObject, EventSink};
 use cloud_provider::{AddressType, CloudError, InstanceMetadata, InstancesV2, LookupPurpose, NodeAddress};
 use hcloud_api::models::{NetworkId, Server, ServerStatus};
 use ipnet::IpNet;
@@ -19,6 +19,7 @@ use crate::inventory::{Inventory, Lookup};
 use crate::metrics::HcloudMetrics;
 use crate::provider_id::{ProviderId, ProviderIdError};
 use crate::robot::RobotMode;
+use crate::rotation::project::ProjectWitness;
 
 /// Label marking nodes backed by cloud servers (`robot` for dedicated servers).
 pub const LABEL_PROVIDED_BY: &str = "instance.hetzner.cloud/provided-by";
@@ -111,6 +112,8 @@ pub struct HcloudInstances {
     metrics: HcloudMetrics,
     pub(crate) robot: RobotSupport,
     pub(crate) events: OnceLock<Arc<dyn EventSink>>,
+    /// Told about every Node's server found (and confirmed gone): what a rotated token must see.
+    witness: Arc<ProjectWitness>,
 }
 
 impl HcloudInstances {
@@ -133,7 +136,15 @@ impl HcloudInstances {
             metrics: HcloudMetrics::default(),
             robot: RobotSupport::default(),
             events: OnceLock::new(),
+            witness: Arc::default(),
         }
+    }
+
+    /// Tells `witness` about every Node's server found or confirmed gone (see
+    /// [`crate::rotation::project`]).
+    pub fn with_witness(mut self, witness: Arc<ProjectWitness>) -> Self {
+        self.witness = witness;
+        self
     }
 
     /// Supports Robot servers too.
@@ -212,6 +223,9 @@ impl HcloudInstances {
     ) -> Result<(Lookup, Option<Arc<Server>>), CloudError> {
         let what = format!("looking up the server of node {}", node.metadata.name.as_deref().unwrap_or_default());
         let server = self.inventory.get(&lookup, max_age).await.map_err(|e| api_error(&what, e))?;
+        if let Some(s) = &server {
+            self.witness.found(s.id, EventObject::node(node));
+        }
         Ok((lookup, server))
     }
 
@@ -221,6 +235,13 @@ impl HcloudInstances {
             format!("checking whether the server of node {} exists", node.metadata.name.as_deref().unwrap_or_default());
         let exists = self.inventory.exists(&lookup, self.lifecycle_max_age).await.map_err(|e| api_error(&what, e))?;
         debug!(?lookup, exists, "server existence");
+        if let Lookup::Id(id) = lookup {
+            if exists {
+                self.witness.found(id, EventObject::node(node));
+            } else {
+                self.witness.gone(id);
+            }
+        }
         Ok(exists)
     }
 

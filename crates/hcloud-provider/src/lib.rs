@@ -25,7 +25,8 @@
 //!
 //! Credentials from files (`HCLOUD_TOKEN_FILE`, `ROBOT_USER_FILE`, `ROBOT_PASSWORD_FILE`)
 //! rotate without a restart: [`rotation::CredentialRotation`] reads them every few seconds,
-//! checks a new one once and puts it in the running clients.
+//! checks a new one once (a token: that it sees this cluster's project,
+//! [`rotation::project`]) and puts it in the running clients.
 //!
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
 

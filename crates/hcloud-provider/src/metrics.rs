@@ -297,6 +297,7 @@ mod tests {
             status,
             duration: std::time::Duration::from_millis(3),
             attempt: 0,
+            trial: false,
         };
         observer.observe(&event(Some(200)));
         observer.observe(&event(Some(200)));

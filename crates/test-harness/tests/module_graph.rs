@@ -1,7 +1,7 @@
 //! Every crate of the workspace has an acyclic file import graph (see
 //! [`test_harness::module_graph`] for what counts as an import). On failure the test names each
 //! cycle as a list of files and one circle through them; with `--nocapture` it prints every
-//! crate's graph by layer (`cargo test -p test-harness --test module_graph -- --nocapture`).
+//! crate's graph by layer (`cargo test -p test-harness --test integration module_graph:: -- --nocapture`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::Path;

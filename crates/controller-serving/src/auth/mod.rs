@@ -414,9 +414,12 @@ impl DelegatingAuth {
         }
     }
 
+    // `.into()`: `TokenReviewSpec::token` is a `String` in k8s-openapi's Kubernetes 1.36+ and an
+    // `Option<String>` before; the program picks the version, so this builds with either.
+    #[allow(clippy::useless_conversion)]
     async fn review_token(&self, token: &str) -> Result<Option<UserInfo>, ReviewFailure> {
         let review = TokenReview {
-            spec: TokenReviewSpec { token: token.to_owned(), audiences: None },
+            spec: TokenReviewSpec { token: token.to_owned().into(), audiences: None },
             ..TokenReview::default()
         };
         let api: Api<TokenReview> = Api::all(self.inner.authentication.clone());

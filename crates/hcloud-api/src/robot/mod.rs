@@ -55,6 +55,8 @@ pub struct RobotClient {
     timeout: Duration,
     gate: Option<RequestGate>,
     observer: Option<Arc<dyn RequestObserver>>,
+    /// Made by [`RobotClient::with_credentials`]: its exchanges are reported as trials.
+    trial: bool,
 }
 
 impl fmt::Debug for RobotClient {
@@ -86,6 +88,7 @@ impl RobotClient {
             timeout: crate::DEFAULT_TIMEOUT,
             gate: None,
             observer: None,
+            trial: false,
         })
     }
 
@@ -128,10 +131,12 @@ impl RobotClient {
     /// [`RobotClient::set_credentials`]: it shares this client's connections, endpoint,
     /// timeout and observer, has credentials of its own and consults **no request gate** (a
     /// read that checks credentials, which a standby replica needs as much as the leader).
+    /// Its exchanges reach the observer marked [`RequestEvent::trial`].
     pub fn with_credentials(&self, user: &str, password: SecretString) -> RobotClient {
         RobotClient {
             credentials: Arc::new(RwLock::new(Arc::new(Credentials { user: user.to_owned(), password }))),
             gate: None,
+            trial: true,
             ..self.clone()
         }
     }
@@ -165,6 +170,7 @@ impl RobotClient {
                 status,
                 duration: started.elapsed(),
                 attempt: 0,
+                trial: self.trial,
             });
         }
     }

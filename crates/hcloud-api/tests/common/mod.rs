@@ -30,6 +30,8 @@ pub type Seen = (String, &'static str, String, Option<u16>, u32);
 pub struct Recorder {
     pub started: Mutex<Vec<(String, String, u32)>>,
     pub finished: Mutex<Vec<Seen>>,
+    /// (status, trial) of every ended exchange.
+    pub trials: Mutex<Vec<(Option<u16>, bool)>>,
     pub in_flight: AtomicI64,
     pub max_in_flight: AtomicI64,
 }
@@ -49,6 +51,7 @@ impl RequestObserver for Recorder {
             e.status,
             e.attempt,
         ));
+        self.trials.lock().unwrap().push((e.status, e.trial));
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }

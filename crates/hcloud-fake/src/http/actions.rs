@@ -1,10 +1,10 @@
 //! `/v1/actions` and the per-resource action lookups.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 
-use super::extract::{list_body, parse_id, single_body};
+use super::extract::{Scoped, list_body, parse_id, single_body};
 use crate::control::ResourceKind;
 use crate::error::ApiError;
 use crate::handle::FakeHandle;
@@ -15,7 +15,7 @@ use crate::wire::Action;
 /// `GET /actions?id=1&id=2`: the listed actions that exist, by id, as `{"actions": [..]}`
 /// (no `meta`). At least one `id` is required: listing every action of a project was removed
 /// from the API on 2025-01-30. `page`/`per_page` are ignored.
-pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let mut ids = q.ids("id")?;
     if ids.is_empty() {
@@ -31,7 +31,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
 }
 
 /// `GET /actions/{id}`.
-pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let action = h.with_state(|s| s.action(id)).ok_or_else(|| ApiError::not_found("action", id))?;
     Ok(single_body(StatusCode::OK, "action", &action))

@@ -1,14 +1,13 @@
 //! `/v1/certificates` handlers.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, json, list_body, no_content, parse_id, single_body};
+use super::extract::{ApiJson, Scoped, json, list_body, no_content, parse_id, single_body};
 use crate::control::ResourceKind;
 use crate::error::ApiError;
-use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::{ID_NAME_CREATED, SortRequest};
@@ -16,7 +15,7 @@ use crate::state::CertificateFilter;
 use crate::wire::request::{CreateCertificateRequest, UpdateRequest};
 
 /// `GET /certificates`.
-pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
     let types: Vec<String> = q.get_all("type").into_iter().map(str::to_owned).collect();
@@ -34,7 +33,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
 }
 
 /// `GET /certificates/{id}`.
-pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let certificate = h.with_state(|s| s.certificate(id)).ok_or_else(|| ApiError::not_found("certificate", id))?;
     Ok(single_body(StatusCode::OK, "certificate", &certificate))
@@ -42,7 +41,7 @@ pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> 
 
 /// `POST /certificates`: `action` is `null` for uploaded certificates.
 pub(crate) async fn create(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     ApiJson(req): ApiJson<CreateCertificateRequest>,
 ) -> Result<Response, ApiError> {
     let body = h.with_state(|s| -> Result<_, ApiError> {
@@ -57,7 +56,7 @@ pub(crate) async fn create(
 
 /// `PUT /certificates/{id}`.
 pub(crate) async fn update(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateRequest>,
 ) -> Result<Response, ApiError> {
@@ -70,7 +69,7 @@ pub(crate) async fn update(
 }
 
 /// `DELETE /certificates/{id}`.
-pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn delete(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     h.with_state(|s| s.delete_certificate(id))?;
     Ok(no_content())
@@ -78,7 +77,7 @@ pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) 
 
 /// `GET /certificates/{id}/actions/{action_id}`.
 pub(crate) async fn get_action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     super::actions::resource_action(&h, ResourceKind::Certificate, &id, &action_id)

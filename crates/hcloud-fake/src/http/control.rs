@@ -35,7 +35,14 @@
 //! | GET | `/_fake/requests/counts` | – | [`RequestCounts`](crate::control::RequestCounts) `{total, by_endpoint}` |
 //! | GET | `/_fake/requests/log[?token_fingerprint=tok-..]` | – | `[RequestRecord]` (filtered by token) |
 //! | DELETE | `/_fake/requests` | – | 204 (counters and log only) |
-//! | POST | `/_fake/reset` | – | 204 (everything back to the start configuration) |
+//! | POST | `/_fake/reset` | – | 204 (everything back to the start configuration, only the default project) |
+//! | GET | `/_fake/projects` | – | `[ProjectInfo]` `{name, token_fingerprints}`, the default project first |
+//! | POST | `/_fake/projects` | [`SeedProject`] `{name, tokens}` | `{"name"}` (a second project: its tokens see only its resources, see [`crate::projects`]) |
+//! | GET | `/_fake/projects/{name}/state` | – | that project's [`StateSnapshot`](crate::control::StateSnapshot) |
+//! | POST | `/_fake/projects/{name}/seed` | [`Seed`] | [`SeedResult`](crate::control::SeedResult), created in that project (Robot servers go to the one Robot part: Robot has no projects) |
+//!
+//! Every other state path (`/_fake/state`, `/_fake/seed...`, `/_fake/servers/...`, locks,
+//! action failures) works on the default project.
 
 use std::time::Duration;
 
@@ -56,6 +63,7 @@ use crate::control::{
 use crate::error::{ApiError, FakeError};
 use crate::faults::FaultRule;
 use crate::handle::FakeHandle;
+use crate::projects::SeedProject;
 use crate::query::QueryParams;
 use crate::rate_limit::RateLimitConfig;
 use crate::wire::DeprecationInfo;
@@ -101,6 +109,35 @@ pub(crate) fn routes() -> Router<FakeHandle> {
         .route("/requests/counts", get(request_counts))
         .route("/requests/log", get(request_log))
         .route("/reset", post(reset))
+        .route("/projects", get(projects).post(add_project))
+        .route("/projects/{name}/state", get(project_state))
+        .route("/projects/{name}/seed", post(project_seed))
+}
+
+async fn projects(State(h): State<FakeHandle>) -> Response {
+    json(StatusCode::OK, h.projects())
+}
+
+async fn add_project(State(h): State<FakeHandle>, ApiJson(body): ApiJson<SeedProject>) -> Result<Response, FakeError> {
+    let project = h.add_project(&body)?;
+    Ok(json(StatusCode::CREATED, json!({"name": project.project_name()})))
+}
+
+/// The handle of project `name`, or `not_found`.
+fn project(h: &FakeHandle, name: &str) -> Result<FakeHandle, ApiError> {
+    h.project(name).ok_or_else(|| ApiError::new("not_found", format!("project {name:?} not found")))
+}
+
+async fn project_state(State(h): State<FakeHandle>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    Ok(json(StatusCode::OK, project(&h, &name)?.snapshot()))
+}
+
+async fn project_seed(
+    State(h): State<FakeHandle>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<Seed>,
+) -> Result<Response, FakeError> {
+    Ok(json(StatusCode::CREATED, project(&h, &name)?.seed(&body)?))
 }
 
 async fn state(State(h): State<FakeHandle>) -> Response {

@@ -2,7 +2,9 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use std::sync::Arc;
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
@@ -11,7 +13,28 @@ use serde::ser::{SerializeMap, Serializer as _};
 use serde_json::error::Category;
 
 use crate::error::ApiError;
+use crate::handle::FakeHandle;
 use crate::wire::Meta;
+
+/// The project of the request's token, put in the request's extensions by the pipeline.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestProject(pub Arc<str>);
+
+/// The fake as the request's token sees it: a handle working on that token's project (see
+/// [`crate::projects`]); the default project when the pipeline named none.
+#[derive(Debug)]
+pub(crate) struct Scoped(pub FakeHandle);
+
+impl FromRequestParts<FakeHandle> for Scoped {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut http::request::Parts, h: &FakeHandle) -> Result<Self, Self::Rejection> {
+        Ok(Scoped(match parts.extensions.get::<RequestProject>() {
+            Some(p) => h.in_project(p.0.clone()),
+            None => h.clone(),
+        }))
+    }
+}
 
 /// A JSON body: malformed JSON is `json_error`, a well-formed body of the wrong shape is
 /// `invalid_input` (naming the missing field when serde says which). An empty body counts

@@ -1,14 +1,13 @@
 //! `/v1/load_balancers` handlers.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, json, list_body, parse_body, parse_id, single_body};
+use super::extract::{ApiJson, Scoped, json, list_body, parse_body, parse_id, single_body};
 use crate::control::ResourceKind;
 use crate::error::ApiError;
-use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::{ID_NAME_CREATED, SortRequest};
@@ -20,7 +19,7 @@ use crate::wire::request::{
 };
 
 /// `GET /load_balancers`.
-pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
     let filter = LoadBalancerFilter {
@@ -33,7 +32,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
 }
 
 /// `GET /load_balancers/{id}`.
-pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let lb = h.with_state(|s| s.load_balancer(id)).ok_or_else(|| ApiError::not_found("load_balancer", id))?;
     Ok(single_body(StatusCode::OK, "load_balancer", &lb))
@@ -41,7 +40,7 @@ pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> 
 
 /// `POST /load_balancers`.
 pub(crate) async fn create(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     ApiJson(req): ApiJson<CreateLoadBalancerRequest>,
 ) -> Result<Response, ApiError> {
     let body = h.with_state(|s| -> Result<_, ApiError> {
@@ -53,7 +52,7 @@ pub(crate) async fn create(
 
 /// `PUT /load_balancers/{id}`.
 pub(crate) async fn update(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateRequest>,
 ) -> Result<Response, ApiError> {
@@ -67,7 +66,7 @@ pub(crate) async fn update(
 
 /// `DELETE /load_balancers/{id}`: `200` with the `delete_load_balancer` action, as the API
 /// answers today.
-pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn delete(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let action = h.with_state(|s| -> Result<_, ApiError> {
         let a = s.delete_load_balancer(id)?;
@@ -78,7 +77,7 @@ pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) 
 
 /// `POST /load_balancers/{id}/actions/{command}`.
 pub(crate) async fn action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, command)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -125,7 +124,7 @@ pub(crate) async fn action(
 
 /// `GET /load_balancers/{id}/actions/{action_id}`.
 pub(crate) async fn get_action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     super::actions::resource_action(&h, ResourceKind::LoadBalancer, &id, &action_id)

@@ -37,19 +37,16 @@ async fn method_not_allowed() -> Response {
 
 macro_rules! kind_action_routes {
     ($kind:expr) => {
-        get(
-            |axum::extract::State(h): axum::extract::State<FakeHandle>,
-             axum::extract::Path(id): axum::extract::Path<String>| async move {
-                actions::kind_action(&h, $kind, &id)
-            },
-        )
+        get(|extract::Scoped(h): extract::Scoped, axum::extract::Path(id): axum::extract::Path<String>| async move {
+            actions::kind_action(&h, $kind, &id)
+        })
     };
 }
 
 macro_rules! resource_actions_route {
     ($kind:expr) => {
         get(
-            |axum::extract::State(h): axum::extract::State<FakeHandle>,
+            |extract::Scoped(h): extract::Scoped,
              axum::extract::Path(id): axum::extract::Path<String>,
              axum::extract::RawQuery(q): axum::extract::RawQuery| async move {
                 actions::resource_actions(&h, $kind, &id, q.as_deref())

@@ -1,14 +1,13 @@
 //! `/v1/networks` handlers.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, json, list_body, no_content, parse_body, parse_id, single_body};
+use super::extract::{ApiJson, Scoped, json, list_body, no_content, parse_body, parse_id, single_body};
 use crate::control::ResourceKind;
 use crate::error::ApiError;
-use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::{ID_NAME_CREATED, SortRequest};
@@ -19,7 +18,7 @@ use crate::wire::request::{
 };
 
 /// `GET /networks`.
-pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
     let filter = NetworkFilter {
@@ -32,7 +31,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
 }
 
 /// `GET /networks/{id}`.
-pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let network = h.with_state(|s| s.network(id)).ok_or_else(|| ApiError::not_found("network", id))?;
     Ok(single_body(StatusCode::OK, "network", &network))
@@ -40,7 +39,7 @@ pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> 
 
 /// `POST /networks`.
 pub(crate) async fn create(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     ApiJson(req): ApiJson<CreateNetworkRequest>,
 ) -> Result<Response, ApiError> {
     let network = h.with_state(|s| -> Result<_, ApiError> {
@@ -52,7 +51,7 @@ pub(crate) async fn create(
 
 /// `PUT /networks/{id}`.
 pub(crate) async fn update(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateNetworkRequest>,
 ) -> Result<Response, ApiError> {
@@ -65,7 +64,7 @@ pub(crate) async fn update(
 }
 
 /// `DELETE /networks/{id}`.
-pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn delete(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     h.with_state(|s| s.delete_network(id))?;
     Ok(no_content())
@@ -73,7 +72,7 @@ pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) 
 
 /// `POST /networks/{id}/actions/{command}`.
 pub(crate) async fn action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, command)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -109,7 +108,7 @@ pub(crate) async fn action(
 
 /// `GET /networks/{id}/actions/{action_id}`.
 pub(crate) async fn get_action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     super::actions::resource_action(&h, ResourceKind::Network, &id, &action_id)

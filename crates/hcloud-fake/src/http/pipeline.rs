@@ -1,5 +1,6 @@
 //! The request pipeline of `/v1`, as an axum middleware:
-//! settle actions -> authentication -> rate limit -> fault injection -> handler, then
+//! the token's project ([`crate::projects`]) -> settle its actions -> authentication -> rate
+//! limit -> fault injection -> handler (working on that project), then
 //! rate-limit and correlation headers, counters, log and one tracing line.
 //! A fault may run the handler and still answer something else (see [`crate::faults`]).
 //! Other paths (the control surface) only get the correlation header.
@@ -14,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
 
 use super::conn::ConnHandle;
+use super::extract::RequestProject;
 use super::fault_answer;
 use super::respond::ErrorCode;
 use crate::control::{RequestRecord, token_fingerprint};
@@ -106,7 +108,12 @@ pub(crate) async fn pipeline(State(h): State<FakeHandle>, req: Request, next: Ne
     let method = req.method().as_str().to_owned();
     let query = req.uri().query().map(str::to_owned);
     let token_fingerprint = bearer(req.headers()).filter(|t| !t.is_empty()).map(token_fingerprint);
-    h.with_state(|_| ());
+    // The project the token sees (the default one without a token of another project):
+    // settled now, and the handlers work on it.
+    let project = h.project_of(bearer(req.headers()).unwrap_or_default());
+    h.in_project(project.clone()).with_state(|_| ());
+    let mut req = req;
+    req.extensions_mut().insert(RequestProject(project));
 
     let mut fault = FaultOutcome::default();
     let (rate, mut resp): (RateLimitStatus, Response) = match bearer(req.headers()) {

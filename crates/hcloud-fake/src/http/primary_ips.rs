@@ -1,13 +1,12 @@
 //! `/v1/primary_ips` handlers (see `state/primary_ips.rs` for what is modelled).
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, json, list_body, no_content, parse_id, single_body};
+use super::extract::{ApiJson, Scoped, json, list_body, no_content, parse_id, single_body};
 use crate::error::ApiError;
-use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::SortRequest;
@@ -15,7 +14,7 @@ use crate::state::PrimaryIpFilter;
 use crate::wire::request::{CreatePrimaryIpRequest, UpdatePrimaryIpRequest};
 
 /// `GET /primary_ips`.
-pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
     let filter = PrimaryIpFilter {
@@ -29,7 +28,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
 }
 
 /// `GET /primary_ips/{id}`.
-pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let ip = h.with_state(|s| s.primary_ip(id)).ok_or_else(|| ApiError::not_found("primary_ip", id))?;
     Ok(single_body(StatusCode::OK, "primary_ip", &ip))
@@ -38,7 +37,7 @@ pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> 
 /// `POST /primary_ips`: unassigned ones only; no action (the key is absent, as it is
 /// optional in the response).
 pub(crate) async fn create(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     ApiJson(req): ApiJson<CreatePrimaryIpRequest>,
 ) -> Result<Response, ApiError> {
     let ip = h.with_state(|s| -> Result<_, ApiError> {
@@ -50,7 +49,7 @@ pub(crate) async fn create(
 
 /// `PUT /primary_ips/{id}`.
 pub(crate) async fn update(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdatePrimaryIpRequest>,
 ) -> Result<Response, ApiError> {
@@ -63,7 +62,7 @@ pub(crate) async fn update(
 }
 
 /// `DELETE /primary_ips/{id}`.
-pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn delete(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     h.with_state(|s| s.delete_primary_ip(id))?;
     Ok(no_content())

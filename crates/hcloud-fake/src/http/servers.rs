@@ -1,14 +1,13 @@
 //! `/v1/servers` handlers.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, json, list_body, parse_body, parse_id, single_body};
+use super::extract::{ApiJson, Scoped, json, list_body, parse_body, parse_id, single_body};
 use crate::control::ResourceKind;
 use crate::error::ApiError;
-use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::{ID_NAME_CREATED, SortRequest};
@@ -20,7 +19,7 @@ use crate::wire::request::{
 };
 
 /// `GET /servers`.
-pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
+pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     let q = QueryParams::parse(q.as_deref());
     let page = PageRequest::from_query(&q)?;
     let status = q
@@ -41,7 +40,7 @@ pub(crate) async fn list(State(h): State<FakeHandle>, RawQuery(q): RawQuery) -> 
 }
 
 /// `GET /servers/{id}`.
-pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let server = h.with_state(|s| s.server(id)).ok_or_else(|| ApiError::not_found("server", id))?;
     Ok(single_body(StatusCode::OK, "server", &server))
@@ -49,7 +48,7 @@ pub(crate) async fn get(State(h): State<FakeHandle>, Path(id): Path<String>) -> 
 
 /// `POST /servers`.
 pub(crate) async fn create(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     ApiJson(req): ApiJson<CreateServerRequest>,
 ) -> Result<Response, ApiError> {
     let body = h.with_state(|s| -> Result<_, ApiError> {
@@ -66,7 +65,7 @@ pub(crate) async fn create(
 
 /// `PUT /servers/{id}`.
 pub(crate) async fn update(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateRequest>,
 ) -> Result<Response, ApiError> {
@@ -79,7 +78,7 @@ pub(crate) async fn update(
 }
 
 /// `DELETE /servers/{id}`.
-pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn delete(Scoped(h): Scoped, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let action = h.with_state(|s| -> Result<_, ApiError> {
         let a = s.delete_server(id)?;
@@ -90,7 +89,7 @@ pub(crate) async fn delete(State(h): State<FakeHandle>, Path(id): Path<String>) 
 
 /// `POST /servers/{id}/actions/{command}`.
 pub(crate) async fn action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, command)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -129,7 +128,7 @@ pub(crate) async fn action(
 
 /// `GET /servers/{id}/actions/{action_id}`.
 pub(crate) async fn get_action(
-    State(h): State<FakeHandle>,
+    Scoped(h): Scoped,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     super::actions::resource_action(&h, ResourceKind::Server, &id, &action_id)

@@ -28,7 +28,23 @@ pub(crate) struct PublicIps {
     released_v6: VecDeque<Ipv6Net>,
 }
 
+/// How many fresh addresses of each pool one project has before the next project's slice:
+/// projects take their addresses from slices of their own, so two projects never hand out the
+/// same address (unless one outgrows its slice).
+const PROJECT_V4_SLICE: u32 = V4_SIZE / 8;
+const PROJECT_V6_SLICE: u32 = 1 << 20;
+
 impl PublicIps {
+    /// The pools of the `project`-th project (0: the default one, as `default()`).
+    pub fn of_project(project: u64) -> Self {
+        let slice = u32::try_from(project).unwrap_or(u32::MAX);
+        Self {
+            next_v4: slice.saturating_mul(PROJECT_V4_SLICE).min(V4_SIZE),
+            next_v6: slice.saturating_mul(PROJECT_V6_SLICE),
+            ..Self::default()
+        }
+    }
+
     /// The oldest released IPv4, else the next fresh one (skipping `.0` and `.255`).
     pub fn allocate_v4(&mut self) -> Result<Ipv4Addr, ApiError> {
         while let Some(ip) = self.released_v4.pop_front() {

@@ -10,6 +10,7 @@ use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
 use crate::data_plane::board::SharedBoard;
 use crate::data_plane::config::DataPlaneConfig;
 use crate::error::ApiError;
+use crate::projects::PROJECT_ID_STRIDE;
 use crate::sort::{SortRequest, SortValue};
 use crate::wire::DeprecationInfo;
 
@@ -40,17 +41,25 @@ pub(super) struct Ids {
     mac: u64,
 }
 
-impl Default for Ids {
-    fn default() -> Self {
+impl Ids {
+    /// The first ids of the `project`-th project (0: the default one).
+    fn of_project(project: u64) -> Self {
+        let offset = project.saturating_mul(PROJECT_ID_STRIDE);
         Self {
-            server: first_id::SERVER,
-            network: first_id::NETWORK,
-            load_balancer: first_id::LOAD_BALANCER,
-            certificate: first_id::CERTIFICATE,
-            primary_ip: first_id::PRIMARY_IP,
-            action: first_id::ACTION,
+            server: first_id::SERVER + offset,
+            network: first_id::NETWORK + offset,
+            load_balancer: first_id::LOAD_BALANCER + offset,
+            certificate: first_id::CERTIFICATE + offset,
+            primary_ip: first_id::PRIMARY_IP + offset,
+            action: first_id::ACTION + offset,
             mac: 1,
         }
+    }
+}
+
+impl Default for Ids {
+    fn default() -> Self {
+        Self::of_project(0)
     }
 }
 
@@ -139,6 +148,16 @@ impl State {
             health_board: None,
             lb_type_deprecations: BTreeMap::new(),
         }
+    }
+
+    /// The state of the `project`-th project (0: the default one, as [`State::new`]): its ids
+    /// and public addresses come from ranges of its own (see [`PROJECT_ID_STRIDE`] and
+    /// [`PublicIps::of_project`]).
+    pub fn of_project(action_delay: Duration, action_retention: Duration, project: u64) -> Self {
+        let mut state = Self::new(action_delay, action_retention);
+        state.ids = Ids::of_project(project);
+        state.public_ips = PublicIps::of_project(project);
+        state
     }
 
     /// With the data plane on: Load Balancers take addresses from `config`, and target health

@@ -9,6 +9,7 @@ mod lists;
 mod load_balancers;
 mod networks;
 mod pipeline;
+mod projects;
 mod robot;
 mod servers;
 mod today;

@@ -152,7 +152,8 @@ def server_types_carry_location_availability():
     cx22 = C.server_types.get_by_name("cx22")
     fsn1 = next(l for l in cx22.locations if l.location.name == "fsn1")
     expect_true(fsn1.deprecation is not None, "cx22 is deprecated in fsn1")
-    expect((fsn1.available, fsn1.recommended), (True, False), "deprecated cx22: available until 2026-12-31, not recommended")
+    orderable = time.time() < 1798675200  # 2026-12-31T00:00:00Z, cx22's unavailable_after
+    expect((fsn1.available, fsn1.recommended), (orderable, False), "deprecated cx22: available until 2026-12-31, not recommended")
     cx23 = C.server_types.get_by_name("cx23")
     expect(next(l for l in cx23.locations if l.location.name == "nbg1").recommended, True, "cx23 recommended in nbg1")
 

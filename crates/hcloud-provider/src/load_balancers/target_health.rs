@@ -22,7 +22,7 @@ use sync_lock::Unpoison as _;
 use cloud_provider::events::{EventObject, EventSink, ProviderEvent};
 use hcloud_api::models::{HealthStatus, LoadBalancer, LoadBalancerId, TargetHealth};
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
 
 use super::lb_inventory::LbInventory;
 use super::targets::TargetRef;
@@ -194,7 +194,19 @@ impl HealthWarnings {
         self.check(uid, lb);
         if start {
             let me = self.clone();
-            tokio::spawn(async move { me.run().await });
+            let pass = tokio::spawn(async move { me.run().await });
+            // A panic ends the pass (its guard marks it ended, so the next sync starts another).
+            tokio::spawn(async move {
+                if let Err(e) = pass.await
+                    && e.is_panic()
+                {
+                    let payload = e.into_panic();
+                    error!(
+                        panic = panic_text(payload.as_ref()),
+                        "the unhealthy-target pass panicked; the next sync of a watched Service starts it again"
+                    );
+                }
+            });
         }
     }
 
@@ -237,12 +249,15 @@ impl HealthWarnings {
     /// The background pass: while any Service is watched, every `period` the shared list is
     /// read if it is older than its max age and every watched Load Balancer is looked at.
     async fn run(self: Arc<Self>) {
+        let mut guard = PassGuard { warnings: &self, ended: false };
         loop {
             tokio::time::sleep(self.period).await;
             let watched: Vec<(String, LoadBalancerId)> = {
                 let mut s = self.lock();
                 if s.watched.is_empty() {
+                    // Under the lock `synced` takes to decide whether to start a pass.
                     s.pass_running = false;
+                    guard.ended = true;
                     return;
                 }
                 s.watched.iter().map(|(uid, w)| (uid.clone(), w.lb)).collect()
@@ -257,6 +272,32 @@ impl HealthWarnings {
                     None => debug!(load_balancer = %id, "watched Load Balancer is not in the list"),
                 }
             }
+        }
+    }
+}
+
+/// The message of a panic's payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => s,
+        (None, Some(s)) => s,
+        (None, None) => "(no message)",
+    }
+}
+
+/// Marks the background pass as no longer running when it is dropped without having ended on
+/// its own: after a panic (the runtime drops the panicked task's future), or when its task is
+/// aborted. Otherwise `pass_running` would stay true for ever and no pass would start again.
+struct PassGuard<'a> {
+    warnings: &'a HealthWarnings,
+    /// The pass ended on its own and said so under the lock.
+    ended: bool,
+}
+
+impl Drop for PassGuard<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.warnings.lock().pass_running = false;
         }
     }
 }

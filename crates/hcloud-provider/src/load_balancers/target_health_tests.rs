@@ -83,3 +83,63 @@ fn the_message_names_target_node_load_balancer_port_and_times() {
          (warning after 60s): its health check fails, so it gets no traffic on that port"
     );
 }
+
+/// A sink that panics: a bug in publishing, inside the background pass.
+struct PanickingSink;
+
+impl EventSink for PanickingSink {
+    fn publish(&self, _: ProviderEvent) {
+        panic!("publishing failed");
+    }
+}
+
+/// Issue 38, finding 6: a panic inside the background pass ends the pass; `pass_running` must
+/// not stay true for ever (no pass would ever start again), and the next sync starts a new one.
+#[tokio::test]
+async fn a_pass_that_panics_is_not_running_any_more_and_the_next_sync_starts_one() {
+    use hcloud_fake::control::{SeedLoadBalancer, SeedServer, TargetHealthOverride};
+
+    let fake = hcloud_fake::FakeServer::start(hcloud_fake::FakeConfig { log_requests: false, ..Default::default() })
+        .await
+        .expect("fake");
+    let h = fake.handle();
+    let server = h.seed_server(&SeedServer::new("node-a")).expect("server");
+    let seed: SeedLoadBalancer = serde_json::from_value(serde_json::json!({
+        "name": "web",
+        "targets": [{"type": "server", "server": {"id": server}}],
+        "services": [{"protocol": "tcp", "listen_port": 80, "destination_port": 30080}],
+    }))
+    .expect("seed");
+    let id = h.seed_load_balancer(&seed).expect("lb");
+    h.set_target_health(id, &TargetHealthOverride::server(server, "unhealthy")).expect("health");
+    let client = hcloud_api::Client::builder(secrecy::SecretString::from("t"))
+        .endpoint(fake.base_url())
+        .build()
+        .expect("client");
+    let lb = client.load_balancers().get(LoadBalancerId(id as i64)).await.expect("lb");
+    let period = Duration::from_millis(50);
+    let inventory = Arc::new(LbInventory::new(client, period));
+    let sink: Arc<dyn EventSink> = Arc::new(PanickingSink);
+    let warnings = HealthWarnings::new(inventory, Arc::new(Mutex::new(sink)), period);
+    let owner =
+        EventObject { kind: "Service", api_version: "v1", namespace: Some("d".into()), name: "web".into(), uid: None };
+
+    // Just seen unhealthy: nothing due at the sync; the pass finds it due and its warning panics.
+    warnings.synced("uid-1", &owner, &lb, Some(Duration::from_millis(10)), HashMap::new());
+    assert!(warnings.pass_running());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while warnings.pass_running() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!warnings.pass_running(), "the pass panicked, yet pass_running stays true");
+
+    // The next sync starts a pass again, which lists again.
+    h.reset_requests();
+    warnings.synced("uid-1", &owner, &lb, Some(Duration::from_secs(3600)), HashMap::new());
+    assert!(warnings.pass_running());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.request_count("GET /v1/load_balancers") == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(h.request_count("GET /v1/load_balancers") > 0, "a new pass runs");
+}

@@ -16,6 +16,12 @@
 //! mistyped stays so; checking it every poll would spend the request budget), a growing
 //! backoff from [`FAILED_RECHECK_FIRST`] to [`REJECTED_RECHECK`] when the API could not be
 //! asked.
+//!
+//! While the credential in use is refused (a 401 of a request that sent it), waiting is the
+//! wrong choice: every request fails until the next check. [`Watch::in_use_refused`] makes a
+//! waiting value due at once and has the file read now (the operator may have fixed it just
+//! before revoking the old credential), at most once per [`REFUSED_IN_USE_RECHECK`], so a
+//! flood of 401s is not a flood of checks.
 
 use std::time::Duration;
 
@@ -27,6 +33,10 @@ pub const REJECTED_RECHECK: Duration = Duration::from_secs(300);
 /// When the API could not be asked (unreachable, 5xx, rate-limited): the first wait before
 /// the same value is checked again; it doubles with every failure up to [`REJECTED_RECHECK`].
 pub const FAILED_RECHECK_FIRST: Duration = Duration::from_secs(15);
+
+/// While the credential in use is refused: how often at most a 401 brings the file's read and
+/// a waiting value's check forward.
+pub const REFUSED_IN_USE_RECHECK: Duration = Duration::from_secs(30);
 
 /// What one poll found.
 #[derive(Debug)]
@@ -80,11 +90,13 @@ struct Failure<T> {
 pub struct Watch<T> {
     failed: Option<Failure<T>>,
     problem: Option<String>,
+    /// When a 401 of the credential in use last brought a check forward.
+    forced: Option<Instant>,
 }
 
 impl<T> Default for Watch<T> {
     fn default() -> Self {
-        Watch { failed: None, problem: None }
+        Watch { failed: None, problem: None, forced: None }
     }
 }
 
@@ -111,6 +123,20 @@ impl<T: PartialEq + Clone> Watch<T> {
         }
         self.problem = Some(message.clone());
         Step::Problem { unreadable, message }
+    }
+
+    /// The credential in use was refused (401) at `now`: whether to read the file now. If so,
+    /// a value waiting for its recheck is due at once. At most once per
+    /// [`REFUSED_IN_USE_RECHECK`]; otherwise nothing changes.
+    pub fn in_use_refused(&mut self, now: Instant) -> bool {
+        if self.forced.is_some_and(|at| now < at + REFUSED_IN_USE_RECHECK) {
+            return false;
+        }
+        self.forced = Some(now);
+        if let Some(f) = &mut self.failed {
+            f.next = f.next.min(now);
+        }
+        true
     }
 
     /// Records how the check of `value` (from [`Step::Check`]) went at `now`; returns when the
@@ -201,6 +227,35 @@ mod tests {
         assert_eq!(w.checked("new", &Checked::Rejected("401".into()), now), Some(REJECTED_RECHECK));
         assert_eq!(recheck_after(false, u32::MAX), REJECTED_RECHECK, "no overflow");
         assert_eq!(recheck_after(false, 0), FAILED_RECHECK_FIRST);
+    }
+
+    #[test]
+    fn a_401_of_the_credential_in_use_brings_a_waiting_check_forward_at_most_every_30_s() {
+        let mut w = Watch::default();
+        let t0 = Instant::now();
+        assert_eq!(w.poll(&"old", Read::Value("new"), t0), Step::Check("new"));
+        assert_eq!(w.checked("new", &Checked::Rejected("401".into()), t0), Some(REJECTED_RECHECK));
+        assert_eq!(w.poll(&"old", Read::Value("new"), t0 + secs(5)), Step::Wait, "waits for its recheck");
+
+        // The old token was revoked: its first 401 makes the waiting token due at once.
+        assert!(w.in_use_refused(t0 + secs(6)));
+        assert_eq!(w.poll(&"old", Read::Value("new"), t0 + secs(6)), Step::Check("new"));
+        assert_eq!(w.checked("new", &Checked::Rejected("401".into()), t0 + secs(6)), Some(REJECTED_RECHECK));
+        // A flood of 401s: nothing more for 30 s.
+        for s in [7, 20, 35] {
+            assert!(!w.in_use_refused(t0 + secs(s)), "{s} s");
+            assert_eq!(w.poll(&"old", Read::Value("new"), t0 + secs(s)), Step::Wait, "{s} s");
+        }
+        assert!(w.in_use_refused(t0 + secs(36)), "30 s after the last one");
+        assert_eq!(w.poll(&"old", Read::Value("new"), t0 + secs(36)), Step::Check("new"));
+        // A value that failed for lack of an answer is brought forward alike.
+        w.checked("new", &Checked::Failed("503".into()), t0 + secs(36));
+        assert!(w.in_use_refused(t0 + secs(70)));
+        assert_eq!(w.poll(&"old", Read::Value("new"), t0 + secs(70)), Step::Check("new"));
+        // Nothing waiting: the file is still read at once (it may have just changed).
+        let mut fresh: Watch<&str> = Watch::default();
+        assert!(fresh.in_use_refused(t0));
+        assert_eq!(fresh.poll(&"old", Read::Value("old"), t0), Step::Wait);
     }
 
     #[test]
