@@ -41,9 +41,9 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::listener::{ListenerCtx, choose, connect};
 use super::plan::{ForwardMode, ForwardSpec};
 use super::proxy_protocol;
+use super::targets::{ListenerCtx, choose, connect};
 use crate::state::HealthKey;
 
 /// How long a client may take for its TLS handshake.

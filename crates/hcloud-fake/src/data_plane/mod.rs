@@ -60,6 +60,7 @@ pub(crate) mod proxy_protocol;
 mod reconcile;
 pub(crate) mod select;
 pub(crate) mod shared;
+mod targets;
 mod tls;
 
 use std::sync::Arc;
