@@ -53,6 +53,22 @@ pub const UPSTREAM_SKIPS: &[(&str, &str)] = &[
         "Hetzner Load Balancers cannot filter clients by address; the official CCM ignores spec.loadBalancerSourceRanges",
     ),
     (
+        "should have session affinity work for LoadBalancer service with Local traffic policy",
+        "a Hetzner Load Balancer has no client-IP affinity (a tcp service spreads a client's connections over its targets, round_robin or least_connections; sticky sessions exist only for http services, by cookie), and each node's kube-proxy keeps its own ClientIP affinity, so one client reaches different pods; the official CCM ignores spec.sessionAffinity and fails these too (one can pass by chance while a single target is healthy)",
+    ),
+    (
+        "should be able to switch session affinity for LoadBalancer service with Local traffic policy",
+        "session affinity, as above",
+    ),
+    (
+        "should have session affinity work for LoadBalancer service with Cluster traffic policy",
+        "session affinity, as above",
+    ),
+    (
+        "should be able to switch session affinity for LoadBalancer service with Cluster traffic policy",
+        "session affinity, as above",
+    ),
+    (
         "should be able to create LoadBalancer Service without NodePort and change it",
         "a Hetzner Load Balancer forwards to the nodes' NodePorts: a Service without NodePorts (allocateLoadBalancerNodePorts: false) has nothing to forward to, and the official CCM fails to sync it",
     ),
