@@ -31,3 +31,4 @@ mod serving_flags_e2e;
 // too: the same source, compiled twice, in two separate modules.
 #[allow(clippy::duplicate_mod)]
 mod soak_short;
+mod suites_e2e;

@@ -123,10 +123,22 @@ fn time(secs: i64, what: &str) -> Result<OffsetDateTime, String> {
         .ok_or_else(|| format!("{what} ({secs}) is outside the years 1970 to 9999"))
 }
 
-/// A PEM certificate for `domains` valid from `not_before` to `not_after` (unix seconds),
-/// with `serial` as its serial number (see the module docs). Fails for a domain name that is
-/// not ASCII (a `dNSName` is an IA5String) and for times outside the years 1970 to 9999.
+/// [`issue_pem_and_key`] without the key.
+#[cfg(test)]
 pub fn issue_pem(domains: &[String], serial: u64, not_before: i64, not_after: i64) -> Result<String, String> {
+    issue_pem_and_key(domains, serial, not_before, not_after).map(|(cert, _)| cert)
+}
+
+/// A PEM certificate for `domains` valid from `not_before` to `not_after` (unix seconds),
+/// with `serial` as its serial number (see the module docs), and its private key (PKCS#8 PEM),
+/// with which the data plane terminates TLS. Fails for a domain name that is not ASCII (a
+/// `dNSName` is an IA5String) and for times outside the years 1970 to 9999.
+pub fn issue_pem_and_key(
+    domains: &[String],
+    serial: u64,
+    not_before: i64,
+    not_after: i64,
+) -> Result<(String, String), String> {
     let mut params = CertificateParams::default();
     params.serial_number = Some(SerialNumber::from(serial));
     params.not_before = time(not_before, "not_before")?;
@@ -148,7 +160,7 @@ pub fn issue_pem(domains: &[String], serial: u64, not_before: i64, not_after: i6
     let issuer = Issuer::new(issuer_params, KeyPair::generate().map_err(key_error)?);
     let key = KeyPair::generate().map_err(key_error)?;
     let cert = params.signed_by(&key, &issuer).map_err(|e| format!("signing the certificate: {e}"))?;
-    Ok(cert.pem())
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 #[cfg(test)]

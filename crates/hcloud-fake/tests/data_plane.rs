@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "data_plane/harness.rs"]
-mod harness;
+pub(crate) mod harness;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;

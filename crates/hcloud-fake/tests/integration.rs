@@ -7,6 +7,7 @@
 #[path = "api/main.rs"]
 mod api;
 mod data_plane;
+mod data_plane_http;
 mod hcloud_cli;
 mod openapi_conformance;
 mod python_hcloud;

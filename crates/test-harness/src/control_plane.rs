@@ -535,6 +535,9 @@ async fn start_once(
         // Without kube-controller-manager nobody would ever remove the `not-ready` taint this
         // plugin adds to new Nodes; Nodes carry exactly the taints the test gives them.
         "--disable-admission-plugins=TaintNodesByCondition".to_owned(),
+        // Real kubelets (test-harness's node lab) are reached by address: their Nodes' host
+        // names resolve nowhere on this machine (exec, logs and port-forward go through it).
+        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname".to_owned(),
     ];
     // ServiceAccounts' requests, for tests that check what a process did (crate::audit).
     apiserver_args.extend(crate::audit_policy::apiserver_flags(root));

@@ -42,7 +42,8 @@ pub struct DataPlaneListener {
     pub listen_port: u16,
     /// The address listened on (the Load Balancer's public IPv4 and the listen port).
     pub address: SocketAddr,
-    /// The service's protocol (`tcp`, `http`, `https`; all forwarded as plain TCP).
+    /// The service's protocol (`tcp`, `http`, `https`), or `redirect_http` for the port 80 of an
+    /// `https` service that redirects.
     pub protocol: String,
     /// Listening or not.
     pub state: ListenerState,

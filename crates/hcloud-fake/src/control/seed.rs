@@ -398,6 +398,10 @@ pub struct SeedCertificate {
     /// PEM text (a placeholder is generated if absent).
     #[serde(default)]
     pub certificate: Option<String>,
+    /// The PEM private key of `certificate`, for the data plane's TLS termination (a generated
+    /// placeholder has its own key).
+    #[serde(default)]
+    pub private_key: Option<String>,
 }
 
 impl SeedCertificate {
@@ -409,6 +413,7 @@ impl SeedCertificate {
             domain_names: domains.iter().map(|d| (*d).to_owned()).collect(),
             labels: Labels::new(),
             certificate: None,
+            private_key: None,
         }
     }
 

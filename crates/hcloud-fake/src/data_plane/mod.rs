@@ -13,9 +13,10 @@
 //!   enabled; with the public interface disabled it listens nowhere (the private IP in a
 //!   network and the IPv6 address are not served either). Each connection goes to one
 //!   healthy target, chosen by the Load Balancer's algorithm (module `select`), at
-//!   `<target>:<destination_port>`; without a healthy target the connection is closed at once.
-//!   `http` and `https` services are forwarded as plain TCP too: no TLS termination, no
-//!   HTTP-to-HTTPS redirect, no sticky-session cookies, no `X-Forwarded-*` headers.
+//!   `<target>:<destination_port>`; without a healthy target a `tcp` connection is closed at
+//!   once. `http` and `https` services speak HTTP (module `http`): TLS terminated with the
+//!   service's certificates (module `tls`), `503` without a healthy target, `X-Forwarded-For`,
+//!   sticky-session cookies, and port 80 redirecting to `https://` with `redirect_http`.
 //! - **PROXY protocol** (module `proxy_protocol`): with a service's `proxyprotocol`, the header goes
 //!   to the target before the client's bytes (source = client, destination = the Load
 //!   Balancer's address and listen port). Which version Hetzner sends is not stated in the
@@ -51,6 +52,7 @@
 pub(crate) mod board;
 pub mod config;
 pub(crate) mod health;
+mod http;
 mod listener;
 pub(crate) mod plan;
 mod probe;
@@ -58,6 +60,8 @@ pub(crate) mod proxy_protocol;
 mod reconcile;
 pub(crate) mod select;
 pub(crate) mod shared;
+mod targets;
+mod tls;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

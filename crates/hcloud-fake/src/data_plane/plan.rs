@@ -35,6 +35,44 @@ pub(crate) struct ForwardSpec {
     pub algorithm: Algorithm,
     /// Every target with its address (`None`: it has none; it never gets traffic).
     pub backends: Vec<(HealthKey, Option<IpAddr>)>,
+    /// What a connection gets: bytes forwarded, HTTP proxied, or a redirect.
+    pub mode: ForwardMode,
+}
+
+/// What a listener does with a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ForwardMode {
+    /// `tcp`: the bytes both ways, to one target per connection.
+    Tcp,
+    /// `http` and `https`: requests proxied one by one (module `http`), over TLS for `https`.
+    Http(HttpSpec),
+    /// The port 80 of an `https` service with `redirect_http`: every request is sent to
+    /// `https://` on the service's listen port.
+    RedirectToHttps {
+        /// The `https` service's listen port.
+        https_port: u16,
+    },
+}
+
+/// An `http`/`https` service's settings the data plane acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HttpSpec {
+    /// `https`: the service's certificates that have a PEM and a key, in the service's order
+    /// (a managed certificate not yet issued is left out; none at all: the handshake cannot
+    /// happen and connections are closed). `None` for `http`. An `https` service without
+    /// certificates passes TLS through to its targets ([`ForwardMode::Tcp`]).
+    pub tls: Option<Vec<TlsCertificate>>,
+    /// `sticky_sessions`: the cookie's name and lifetime in seconds.
+    pub sticky: Option<(String, u64)>,
+}
+
+/// A certificate an `https` listener presents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TlsCertificate {
+    pub id: u64,
+    pub domain_names: Vec<String>,
+    pub certificate: String,
+    pub private_key: String,
 }
 
 /// How one target is checked for one service.
@@ -97,8 +135,39 @@ fn targets(state: &State, lb: u64) -> Vec<(HealthKey, Result<IpAddr, String>)> {
     out
 }
 
+/// How a service's connections are handled (see [`ForwardMode`]).
+fn mode(state: &State, service: &crate::wire::Service) -> ForwardMode {
+    let http = service.http.as_ref();
+    let sticky = http.filter(|h| h.sticky_sessions).map(|h| (h.cookie_name.clone(), h.cookie_lifetime));
+    match service.protocol.as_str() {
+        "http" => ForwardMode::Http(HttpSpec { tls: None, sticky }),
+        "https" => {
+            let ids = http.map(|h| h.certificates.as_slice()).unwrap_or_default();
+            if ids.is_empty() {
+                // "empty for TLS/SSL passthrough" (the API reference's `certificates`).
+                return ForwardMode::Tcp;
+            }
+            let certificates = ids
+                .iter()
+                .filter_map(|id| {
+                    let c = state.certificates.get(id)?;
+                    Some(TlsCertificate {
+                        id: *id,
+                        domain_names: c.domain_names.clone(),
+                        certificate: c.certificate.clone()?,
+                        private_key: c.private_key.clone()?,
+                    })
+                })
+                .collect();
+            ForwardMode::Http(HttpSpec { tls: Some(certificates), sticky })
+        }
+        _ => ForwardMode::Tcp,
+    }
+}
+
 /// The plan for the current state. Listeners only for Load Balancers whose public interface
-/// is enabled and whose public IPv4 is one of the data plane's addresses.
+/// is enabled and whose public IPv4 is one of the data plane's addresses; an `https` service
+/// with `redirect_http` also gets port 80 (unless a service of its own listens there).
 pub(crate) fn plan(state: &State, config: &DataPlaneConfig) -> Plan {
     let mut plan = Plan::default();
     for lb in state.load_balancers.values() {
@@ -107,18 +176,26 @@ pub(crate) fn plan(state: &State, config: &DataPlaneConfig) -> Plan {
         for s in &lb.services {
             if serve {
                 let key = ListenerKey { lb: lb.id, addr: SocketAddr::from((lb.ipv4, s.listen_port)) };
-                plan.listeners.insert(
-                    key,
-                    ForwardSpec {
-                        lb: lb.id,
-                        listen_port: s.listen_port,
-                        protocol: s.protocol.clone(),
-                        destination_port: s.destination_port,
-                        proxyprotocol: s.proxyprotocol,
-                        algorithm: Algorithm::from_api(&lb.algorithm),
-                        backends: targets.iter().map(|(k, ip)| (k.clone(), ip.as_ref().ok().copied())).collect(),
-                    },
-                );
+                let spec = ForwardSpec {
+                    lb: lb.id,
+                    listen_port: s.listen_port,
+                    protocol: s.protocol.clone(),
+                    destination_port: s.destination_port,
+                    proxyprotocol: s.proxyprotocol,
+                    algorithm: Algorithm::from_api(&lb.algorithm),
+                    backends: targets.iter().map(|(k, ip)| (k.clone(), ip.as_ref().ok().copied())).collect(),
+                    mode: mode(state, s),
+                };
+                let redirect = s.protocol == "https"
+                    && s.http.as_ref().is_some_and(|h| h.redirect_http)
+                    && !lb.services.iter().any(|other| other.listen_port == 80);
+                if redirect {
+                    let key = ListenerKey { lb: lb.id, addr: SocketAddr::from((lb.ipv4, 80)) };
+                    let mode = ForwardMode::RedirectToHttps { https_port: s.listen_port };
+                    let redirect = ForwardSpec { listen_port: 80, protocol: "http".to_owned(), mode, ..spec.clone() };
+                    plan.listeners.insert(key, redirect);
+                }
+                plan.listeners.insert(key, spec);
             }
             for (target, ip) in &targets {
                 plan.checks.insert(

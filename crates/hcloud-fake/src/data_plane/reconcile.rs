@@ -20,9 +20,9 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::board::CheckKey;
-use super::listener::ListenerCtx;
 use super::plan::{CheckSpec, ForwardSpec, ListenerKey, diff, plan};
 use super::shared::{Counters, DataPlaneShared, ListenerRecord};
+use super::targets::ListenerCtx;
 use crate::control::ListenerState;
 use crate::handle::FakeHandle;
 use sync_lock::Unpoison as _;

@@ -87,7 +87,10 @@ impl DataPlaneShared {
                     load_balancer: key.lb,
                     listen_port: l.spec.listen_port,
                     address: key.addr,
-                    protocol: l.spec.protocol.clone(),
+                    protocol: match l.spec.mode {
+                        super::plan::ForwardMode::RedirectToHttps { .. } => "redirect_http".to_owned(),
+                        _ => l.spec.protocol.clone(),
+                    },
                     state: l.state,
                     error: l.error.clone(),
                     targets: l

@@ -48,8 +48,8 @@ fn validate_domain_names(names: &[String]) -> Result<(), ApiError> {
 
 /// Issues a certificate or answers `invalid_input` naming `domain_names` (the only input
 /// issuing can refuse once names are validated).
-fn issue(domains: &[String], serial: u64, now: i64) -> Result<String, ApiError> {
-    x509::issue_pem(domains, serial, now, now + VALIDITY_SECS)
+fn issue(domains: &[String], serial: u64, now: i64) -> Result<(String, String), ApiError> {
+    x509::issue_pem_and_key(domains, serial, now, now + VALIDITY_SECS)
         .map_err(|e| ApiError::invalid_input("domain_names", format!("cannot issue a certificate: {e}")))
 }
 
@@ -92,6 +92,7 @@ impl State {
                         name: req.name.clone(),
                         managed: false,
                         certificate: Some(cert.to_owned()),
+                        private_key: Some(key.to_owned()),
                         domain_names: info.domain_names,
                         fingerprint: Some(info.fingerprint),
                         not_valid_before: Some(info.not_valid_before),
@@ -120,6 +121,7 @@ impl State {
                         name: req.name.clone(),
                         managed: true,
                         certificate: None,
+                        private_key: None,
                         domain_names: domains,
                         fingerprint: None,
                         not_valid_before: None,
@@ -156,9 +158,9 @@ impl State {
         };
         let now = now_unix();
         let id = self.ids.certificate;
-        let pem = match &seed.certificate {
-            Some(pem) => pem.clone(),
-            None => issue(&seed.domain_names, id, now)?,
+        let (pem, private_key) = match &seed.certificate {
+            Some(pem) => (pem.clone(), seed.private_key.clone()),
+            None => issue(&seed.domain_names, id, now).map(|(pem, key)| (pem, Some(key)))?,
         };
         let info = read_certificate(&pem)?;
         let id = bump(&mut self.ids.certificate);
@@ -170,6 +172,7 @@ impl State {
                 managed,
                 fingerprint: Some(info.fingerprint),
                 certificate: Some(pem),
+                private_key,
                 // A seed without a PEM keeps exactly the names it gave.
                 domain_names: if seed.certificate.is_some() { info.domain_names } else { seed.domain_names.clone() },
                 not_valid_before: Some(info.not_valid_before),
@@ -194,8 +197,8 @@ impl State {
         let now = now_unix();
         // The names were validated when the certificate was created; what is left to fail is
         // key generation or signing, which the API would report as a failed issuance.
-        let pem = match issue(&c.domain_names, id, now) {
-            Ok(pem) => pem,
+        let (pem, key) = match issue(&c.domain_names, id, now) {
+            Ok(issued) => issued,
             Err(e) => {
                 tracing::error!(certificate = id, error = %e.message, "issuing a managed certificate failed");
                 c.status = Some(CertStatus {
@@ -210,6 +213,7 @@ impl State {
             c.fingerprint = Some(info.fingerprint);
         }
         c.certificate = Some(pem);
+        c.private_key = Some(key);
         c.not_valid_before = Some(now);
         c.not_valid_after = Some(now + VALIDITY_SECS);
         c.status =

@@ -154,6 +154,9 @@ pub(crate) struct CertificateRecord {
     pub name: String,
     pub managed: bool,
     pub certificate: Option<String>,
+    /// The private key (PEM) of an uploaded or issued certificate: never rendered, used by the
+    /// data plane to terminate TLS for `https` services.
+    pub private_key: Option<String>,
     pub domain_names: Vec<String>,
     pub fingerprint: Option<String>,
     pub not_valid_before: Option<i64>,

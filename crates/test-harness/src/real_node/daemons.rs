@@ -6,13 +6,25 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::host;
-use super::plan::{self, ECHO_IMAGE, NodePlan, PAUSE_IMAGE};
+use super::plan::{self, ECHO_IMAGE, LabImage, NodePlan, PAUSE_IMAGE};
 use crate::control_plane::ControlPlane;
 use crate::error::HarnessError;
 use crate::process::ChildProcess;
 
 /// How long containerd may take to open its socket.
 const CONTAINERD_READY: Duration = Duration::from_secs(30);
+
+/// What every node of a lab shares.
+pub(super) struct NodeSetup<'a> {
+    /// kube-proxy's identity.
+    pub admin_kubeconfig: &'a Path,
+    /// Where kube-proxy serves NodePorts (the lab's subnets).
+    pub node_port_cidrs: &'a [ipnet::Ipv4Net],
+    /// Images imported besides pause and echo.
+    pub images: &'a [LabImage],
+    /// The cluster DNS server's address, if the lab runs one.
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
+}
 
 /// One node's daemons. Dropping them stops the processes; [`Self::stop`] / [`Self::kill`] also
 /// kill the node's pods and unmount their mounts.
@@ -38,14 +50,16 @@ fn in_netns(node: &NodePlan, binary: &Path, args: &[String], name: &str) -> Resu
 }
 
 impl NodeDaemons {
-    /// Write the node's configuration, start containerd, import the images, start kubelet
-    /// (with the node's own identity) and kube-proxy (admin identity).
+    /// Write the node's configuration, start containerd, import the images (pause, echo and
+    /// the setup's), start kubelet (with the node's own identity) and kube-proxy (admin
+    /// identity).
     pub(super) async fn start(
         assets: &Path,
         node: &NodePlan,
         kubelet_kubeconfig: &Path,
-        admin_kubeconfig: &Path,
+        setup: &NodeSetup<'_>,
     ) -> Result<NodeDaemons, HarnessError> {
+        let extra = setup.images;
         let runtime = assets.join("runtime");
         for dir in [node.data_dir.join("cni"), node.run_dir.clone()] {
             std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
@@ -58,9 +72,9 @@ impl NodeDaemons {
         let cni_bin = runtime.join("cni").display().to_string();
         let containerd_config = write("containerd.toml", plan::containerd_config(node, &cni_bin, PAUSE_IMAGE))?;
         write("cni/10-hccm.conflist", plan::cni_conflist(node))?;
-        let kubelet_config = write("kubelet.yaml", plan::kubelet_config(node))?;
-        let proxy_config =
-            write("kube-proxy.yaml", plan::kube_proxy_config(node, &admin_kubeconfig.display().to_string()))?;
+        let kubelet_config = write("kubelet.yaml", plan::kubelet_config(node, setup.cluster_dns))?;
+        let admin = setup.admin_kubeconfig.display().to_string();
+        let proxy_config = write("kube-proxy.yaml", plan::kube_proxy_config(node, &admin, setup.node_port_cidrs))?;
 
         // containerd finds its shim on PATH.
         let containerd = in_netns(
@@ -83,8 +97,10 @@ impl NodeDaemons {
         }
         let ctr = runtime.join("ctr").display().to_string();
         let address = socket.display().to_string();
-        for image in ["pause.tar", "echo.tar"] {
-            let archive = runtime.join("images").join(image).display().to_string();
+        let images = ["pause.tar", "echo.tar"].map(|image| runtime.join("images").join(image));
+        let archives = images.iter().cloned().chain(extra.iter().map(|i| i.archive.clone()));
+        for archive in archives {
+            let archive = archive.display().to_string();
             host::run(
                 &ctr,
                 &["--address", &address, "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", &archive],
@@ -92,7 +108,8 @@ impl NodeDaemons {
             .await?;
         }
         let listed = host::run(&ctr, &["--address", &address, "-n", "k8s.io", "images", "list", "-q"]).await?;
-        for reference in [PAUSE_IMAGE, ECHO_IMAGE] {
+        let references = [PAUSE_IMAGE, ECHO_IMAGE].into_iter().chain(extra.iter().map(|i| i.reference.as_str()));
+        for reference in references {
             if !listed.lines().any(|l| l.trim() == reference) {
                 return Err(HarnessError::NodeLab {
                     step: format!("importing images on {}", node.name),

@@ -76,13 +76,19 @@ pub(super) fn create_cgroups(plan: &LabPlan) -> Result<(), HarnessError> {
     Ok(())
 }
 
-/// The bridge (host end `.1`), and per node: namespace, veth, address, loopback, default route
-/// via the host, forwarding on (the CNI bridge routes pods), and a route to each other node's
-/// pods via that node.
+/// The bridge (host end `.1` of both subnets, and the Load Balancer addresses), and per node:
+/// namespace, veth, its private and public address, loopback, default route via the host,
+/// forwarding on (the CNI bridge routes pods), and a route to each other node's pods via that
+/// node.
 pub(super) async fn create_network(plan: &LabPlan) -> Result<(), HarnessError> {
     let host_cidr = format!("{}/{}", plan.host_ip(), plan.subnet.prefix_len());
+    let host_public = format!("{}/{}", plan.host_public_ip(), plan.public_subnet.prefix_len());
     run("ip", &["link", "add", &plan.bridge, "type", "bridge"]).await?;
     run("ip", &["addr", "add", &host_cidr, "dev", &plan.bridge]).await?;
+    run("ip", &["addr", "add", &host_public, "dev", &plan.bridge]).await?;
+    let batch: String =
+        plan.load_balancer_ips().iter().map(|ip| format!("addr add {ip}/32 dev {}\n", plan.bridge)).collect();
+    run_batch(&batch).await?;
     run("ip", &["link", "set", &plan.bridge, "up"]).await?;
     let host_ip = plan.host_ip().to_string();
     for node in &plan.nodes {
@@ -90,11 +96,17 @@ pub(super) async fn create_network(plan: &LabPlan) -> Result<(), HarnessError> {
         run("ip", &["link", "add", &node.veth, "type", "veth", "peer", "name", "eth0", "netns", &node.netns]).await?;
         run("ip", &["link", "set", &node.veth, "master", &plan.bridge, "up"]).await?;
         let node_cidr = format!("{}/{}", node.ip, plan.subnet.prefix_len());
+        let public_cidr = format!("{}/{}", node.public_ip, plan.public_subnet.prefix_len());
         run_in(&node.netns, "ip", &["link", "set", "lo", "up"]).await?;
         run_in(&node.netns, "ip", &["addr", "add", &node_cidr, "dev", "eth0"]).await?;
+        run_in(&node.netns, "ip", &["addr", "add", &public_cidr, "dev", "eth0"]).await?;
         run_in(&node.netns, "ip", &["link", "set", "eth0", "up"]).await?;
         run_in(&node.netns, "ip", &["route", "add", "default", "via", &host_ip]).await?;
         run_in(&node.netns, "sysctl", &["-q", "-w", "net.ipv4.ip_forward=1"]).await?;
+        let rules = plan.run_dir.join(format!("{}.nft", node.netns));
+        std::fs::write(&rules, super::plan::masquerade_rules())
+            .map_err(|e| HarnessError::io(format!("writing {}", rules.display()), e))?;
+        run_in(&node.netns, "nft", &["-f", &rules.display().to_string()]).await?;
         for other in plan.nodes.iter().filter(|o| o.name != node.name) {
             let (cidr, via) = (other.pod_cidr.to_string(), other.ip.to_string());
             run_in(&node.netns, "ip", &["route", "add", &cidr, "via", &via]).await?;
@@ -103,14 +115,38 @@ pub(super) async fn create_network(plan: &LabPlan) -> Result<(), HarnessError> {
     Ok(())
 }
 
-/// Whether some interface of the host already has an address in `subnet` (another lab, or
-/// anything else): the lab then picks another tag.
+/// `ip -batch -` with `commands` on its standard input (one `ip` for many addresses).
+async fn run_batch(commands: &str) -> Result<(), HarnessError> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = tokio::process::Command::new("ip")
+        .args(["-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| HarnessError::io("starting ip -batch", e))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(commands.as_bytes()).await.map_err(|e| HarnessError::io("writing to ip -batch", e))?;
+    }
+    let out = child.wait_with_output().await.map_err(|e| HarnessError::io("waiting for ip -batch", e))?;
+    if !out.status.success() {
+        return Err(HarnessError::Command {
+            command: "ip -batch -".to_owned(),
+            detail: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+        });
+    }
+    Ok(())
+}
+
+/// Whether some interface of the host already has an address in the lab's subnets (another
+/// lab, or anything else): the lab then picks another tag.
 pub(super) async fn subnet_in_use(plan: &LabPlan) -> Result<bool, HarnessError> {
     let out = run("ip", &["-4", "-o", "addr", "show"]).await?;
     Ok(out
         .split_whitespace()
         .filter_map(|w| w.split('/').next()?.parse::<Ipv4Addr>().ok())
-        .any(|ip| plan.subnet.contains(&ip)))
+        .any(|ip| plan.subnet.contains(&ip) || plan.public_subnet.contains(&ip)))
 }
 
 /// The teardown script of a lab: kill everything started for its nodes (daemons, shims,

@@ -36,9 +36,9 @@ use crate::control_plane::{ControlPlane, ControlPlaneOptions, StaticUser};
 use crate::error::HarnessError;
 use crate::process::ChildProcess;
 use crate::provision::provisioned_path;
-use daemons::NodeDaemons;
+use daemons::{NodeDaemons, NodeSetup};
 use plan::LabPlan;
-pub use plan::{ECHO_IMAGE, PAUSE_IMAGE};
+pub use plan::{CLUSTER_DOMAIN, ECHO_IMAGE, LabImage, PAUSE_IMAGE};
 
 /// A Deployment of [`ECHO_IMAGE`] labelled `app=<name>` (pods answer on 8080 with their name),
 /// spread one pod per node, optionally pinned to `node`; no service account token, no pull.
@@ -89,6 +89,15 @@ pub fn node_assets() -> Result<PathBuf, HarnessError> {
         .map_err(|detail| HarnessError::Command { command: script.display().to_string(), detail })
 }
 
+/// What a lab has besides its nodes ([`NodeLab::start_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct LabOptions {
+    /// Images every node imports besides pause and echo.
+    pub images: Vec<LabImage>,
+    /// The `coredns` binary of a cluster DNS, if the lab runs one.
+    pub coredns: Option<PathBuf>,
+}
+
 /// A running lab: control plane, controllers, nodes. Dropping it (or the test process ending)
 /// stops everything and removes what it created on the host.
 #[derive(Debug)]
@@ -107,6 +116,14 @@ pub struct NodeLab {
 impl NodeLab {
     /// Start a lab with one node per name (see the module docs). Takes about 20 s warm.
     pub async fn start(names: &[&str]) -> Result<NodeLab, HarnessError> {
+        Self::start_with(names, &LabOptions::default()).await
+    }
+
+    /// [`Self::start`], with the options' images imported into every node and, with
+    /// [`LabOptions::coredns`], a cluster DNS: CoreDNS on the bridge's host address, port 53,
+    /// answering for `cluster.local` from the API, which every kubelet gives its pods as their
+    /// nameserver.
+    pub async fn start_with(names: &[&str], options: &LabOptions) -> Result<NodeLab, HarnessError> {
         let assets = tokio::task::spawn_blocking(node_assets)
             .await
             .map_err(|e| HarnessError::NodeLab { step: "provisioning".to_owned(), detail: e.to_string() })??;
@@ -137,13 +154,27 @@ impl NodeLab {
             .collect();
         let control_plane =
             ControlPlane::start_with(ControlPlaneOptions { address: Some(plan.host_ip()), users }).await?;
-        let controllers = daemons::start_controllers(&assets, &control_plane)?;
+        let mut controllers = daemons::start_controllers(&assets, &control_plane)?;
+        if let Some(coredns) = &options.coredns {
+            let admin = control_plane.admin_kubeconfig().display().to_string();
+            let corefile = plan.run_dir.join("Corefile");
+            std::fs::write(&corefile, plan::corefile(plan.host_ip(), &admin))
+                .map_err(|e| HarnessError::io("writing the Corefile", e))?;
+            let conf = corefile.display().to_string();
+            controllers.push(ChildProcess::spawn(coredns, &["-conf", &conf], &[], "coredns")?);
+        }
         let mut lab = NodeLab { plan, assets, nodes: Vec::new(), controllers, control_plane, _lifeline: lifeline };
         let plans = lab.plan.nodes.clone();
+        let cidrs = [lab.plan.subnet, lab.plan.public_subnet];
+        let setup = NodeSetup {
+            admin_kubeconfig: lab.control_plane.admin_kubeconfig(),
+            node_port_cidrs: &cidrs,
+            images: &options.images,
+            cluster_dns: options.coredns.is_some().then(|| lab.plan.host_ip()),
+        };
         for node in &plans {
             let kubeconfig = lab.node_kubeconfig(&node.name)?;
-            let daemons =
-                NodeDaemons::start(&lab.assets, node, &kubeconfig, lab.control_plane.admin_kubeconfig()).await?;
+            let daemons = NodeDaemons::start(&lab.assets, node, &kubeconfig, &setup).await?;
             lab.nodes.push(Some(daemons));
         }
         Ok(lab)
@@ -162,6 +193,56 @@ impl NodeLab {
     /// The address of node `name` (its `--node-ip`; give it to the fake server of this node).
     pub fn node_ip(&self, name: &str) -> Option<Ipv4Addr> {
         self.plan.node(name).map(|n| n.ip)
+    }
+
+    /// The public address of node `name` (in [`Self::public_subnet`]; give it to the fake
+    /// server of this node as its public IPv4 when the server is in a network and
+    /// [`Self::node_ip`] is its private IP). kube-proxy serves NodePorts on both.
+    pub fn node_public_ip(&self, name: &str) -> Option<Ipv4Addr> {
+        self.plan.node(name).map(|n| n.public_ip)
+    }
+
+    /// The pod range of node `name` (its CNI bridge's range).
+    pub fn node_pod_cidr(&self, name: &str) -> Option<ipnet::Ipv4Net> {
+        self.plan.node(name).map(|n| n.pod_cidr)
+    }
+
+    /// The lab's second subnet on the bridge, for what is public on Hetzner (see
+    /// [`plan::LabPlan::public_subnet`]).
+    pub fn public_subnet(&self) -> ipnet::Ipv4Net {
+        self.plan.public_subnet
+    }
+
+    /// Addresses on the lab's bridge for the fake's Load Balancers
+    /// (`DataPlaneConfig::local_addresses`): unlike loopback addresses, pods and nodes reach
+    /// them, and connections from them to the nodes come from outside the nodes' /16.
+    pub fn load_balancer_ips(&self) -> Vec<Ipv4Addr> {
+        self.plan.load_balancer_ips()
+    }
+
+    /// Writes each node's pod range into its Node's `spec.podCIDR(s)` once the kubelet has
+    /// registered it (the lab's CNI ranges are fixed, so no allocator may choose others), as
+    /// kube-controller-manager's node IPAM would; waits up to `within` for the Nodes.
+    pub async fn assign_pod_cidrs(&self, within: std::time::Duration) -> Result<(), HarnessError> {
+        use k8s_openapi::api::core::v1::Node;
+        use kube::api::{Api, Patch, PatchParams};
+        let client = self.control_plane.admin_client().await?;
+        let nodes: Api<Node> = Api::all(client);
+        for node in &self.plan.nodes {
+            let what = format!("Node {} registered", node.name);
+            crate::wait::wait_until(within, &what, async || nodes.get_opt(&node.name).await.ok().flatten().is_some())
+                .await
+                .map_err(|e| HarnessError::NodeLab {
+                    step: "assigning pod ranges".to_owned(),
+                    detail: e.to_string(),
+                })?;
+            let cidr = node.pod_cidr.to_string();
+            let patch = serde_json::json!({"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}});
+            nodes.patch(&node.name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|e| {
+                HarnessError::NodeLab { step: format!("setting the pod range of {}", node.name), detail: e.to_string() }
+            })?;
+        }
+        Ok(())
     }
 
     /// The network namespace of node `name` (`/run/netns/<it>`).
