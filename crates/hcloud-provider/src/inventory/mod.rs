@@ -414,7 +414,14 @@ impl Inventory {
                 .filter(|l| s.find(l).is_none_or(|e| !s.fresh(e, need, max_age)))
                 .filter(|l| !(fresh && s.find(l).is_none()))
                 .count();
-            (stale, s.snapshot_pages.max(1) as usize, (s.generation, s.confirmations))
+            // A look at the action lists (with a baseline to compare with) is cheaper still.
+            let cost = match (need, s.baseline) {
+                (Need::Addresses, Some(_)) => {
+                    (crate::changes::LOOK_REQUESTS as usize).min(s.snapshot_pages.max(1) as usize)
+                }
+                _ => s.snapshot_pages.max(1) as usize,
+            };
+            (stale, cost, (s.generation, s.confirmations))
         };
         if stale > 0 && stale >= pages {
             debug!(stale, pages, ?need, "prefetch: refreshing the server snapshot");
