@@ -47,11 +47,9 @@ async fn idle_refreshes_look_at_actions_and_a_swapped_primary_ip_still_shows() {
     // The list that initialized them had no baseline (the project's size was not known yet);
     // the next refresh lists after one (2 requests to /servers/actions), the one after that
     // looks (1 more).
-    wait_until(REACT, "a refresh looked at the action lists", async || {
-        h.request_count("GET /v1/servers/actions") >= 3
-    })
-    .await
-    .expect("a look");
+    wait_until(REACT, "a refresh looked at the action lists", async || h.request_count("GET /v1/servers/actions") >= 3)
+        .await
+        .expect("a look");
     // Idle: refreshes look at the two action lists and list no server.
     h.reset_requests();
     wait_until(REACT, "five refreshes looked at the action lists", async || {
