@@ -2,6 +2,8 @@
 //! look at the newest server and Primary IP actions instead of listing every server, and a
 //! Primary IP swapped on a Node's server still shows on the Node at the next refresh.
 
+#![allow(clippy::expect_used)]
+
 use crate::common;
 
 use common::{Env, REACT, addresses, tainted};
