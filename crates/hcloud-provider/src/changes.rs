@@ -73,7 +73,7 @@ pub const LOOK_REQUESTS: u32 = 2;
 pub const RESYNC_PAGES_PER_HOUR: u32 = 50;
 
 /// Below this age a safety resync would come as often as the address refresh itself, and
-/// looking first would only add requests: such a project (fewer than 9 pages, 450 servers)
+/// looking first would only add requests: such a project (at most 8 pages, 400 servers)
 /// lists on every refresh, as before.
 pub const MIN_RESYNC: Duration = Duration::from_secs(600);
 
