@@ -6,8 +6,11 @@ the HCL parser by scripts/provision-python-deploy; run this with that virtualenv
 
     PY=$(scripts/provision-python-deploy | sed -n 's/^DEPLOY_PYTHON=//p')
     $PY deploy/render.py write    # regenerate deploy/hcloud-ccm.yaml and -networks.yaml
-    $PY deploy/render.py check    # lint, render every variant, compare the static manifests
-    $PY deploy/render.py json     # every variant's objects as JSON (the dry-run test reads it)
+    $PY deploy/render.py check [OFFICIAL]  # lint, render every variant, compare the static manifests
+    $PY deploy/render.py json [OFFICIAL]   # every variant's objects as JSON (the tests read it)
+    $PY deploy/render.py objects FILE      # a YAML file's objects as JSON
+    $PY deploy/render.py helm ACTION KUBECONFIG RELEASE [CHART VALUES_JSON]
+                                  # install/upgrade/rollback/uninstall/status against a cluster
     $PY deploy/render.py hcl      # parse-check deploy/dev/*.tf (+ terraform fmt -check if present)
     $PY deploy/render.py package DIR IMAGE   # the release's chart: DIR/hcloud-ccm-<version>.tgz
                                              # with image.repository IMAGE (e.g. ghcr.io/o/hcloud-ccm)
@@ -20,7 +23,9 @@ version of Cargo.toml, the one place a version is set (the image tag defaults to
 The source chart's `image.repository` is `hcloud-ccm` (what `scripts/build-image` tags locally);
 a release packages the chart with the published repository instead (`package DIR IMAGE`), and
 `check` packages it so with an example repository and renders the archive: its Deployment must
-run `IMAGE:v<version>`. Every check prints one line; the last line is `RESULT passed=N failed=M`, and the exit
+run `IMAGE:v<version>`. OFFICIAL, when given, is the official chart's directory (from the release
+source in ../shared/oracle): its values.yaml and full.daemonset-values.yaml, verbatim, are then
+variants too. Every check prints one line; the last line is `RESULT passed=N failed=M`, and the exit
 status is non-zero when anything failed.
 """
 
@@ -43,18 +48,51 @@ DEV = DEPLOY / "dev"
 RELEASE = "hccm"
 NAMESPACE = "kube-system"
 
-# The static manifests: file name -> chart values.
-STATIC = {
-    "hcloud-ccm.yaml": {},
-    "hcloud-ccm-networks.yaml": {"networking": {"enabled": True}},
+# The image repository of the static manifests. No image is published yet, so they name one in
+# the reserved `.invalid` domain (RFC 6761), which never resolves: an unedited manifest gets
+# ErrImagePull naming it, never a pull of someone's docker.io/library/hcloud-ccm. The release
+# workflow replaces it with the published repository.
+STATIC_IMAGE = "registry.invalid/hcloud-ccm"
+# The values every variant but the refused ones starts from: the source chart's placeholder
+# repository fails the render by design.
+EXAMPLE_IMAGE = {"image": {"repository": "registry.example.com/hcloud-ccm"}}
+# The official static manifests' selector (its chart/Makefile's SELECTOR_OVERRIDES): ours use the
+# same, so `kubectl apply` of ours over theirs keeps the Deployment (its selector is immutable).
+STATIC_SELECTOR = {
+    "selectorLabels": {
+        "app.kubernetes.io/name": None,
+        "app.kubernetes.io/instance": None,
+        "app": "hcloud-cloud-controller-manager",
+    }
 }
 
-# Every variant the dry-run test sends to the API server (the static ones included).
-VARIANTS = {
+# The static manifests: file name -> chart values.
+STATIC = {
+    "hcloud-ccm.yaml": {"image": {"repository": STATIC_IMAGE}, **STATIC_SELECTOR},
+    "hcloud-ccm-networks.yaml": {"image": {"repository": STATIC_IMAGE}, **STATIC_SELECTOR, "networking": {"enabled": True}},
+}
+
+
+def merged(base: dict, extra: dict) -> dict:
+    """`extra` merged into a copy of `base`, mappings key by key."""
+    out = json.loads(json.dumps(base))
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+# Every variant the dry-run test sends to the API server (the static ones included); each is
+# merged into EXAMPLE_IMAGE.
+VARIANTS_OWN = {
     "default": {},
     "networks": {"networking": {"enabled": True, "clusterCIDR": "10.42.0.0/16"}},
     "daemonset": {"kind": "DaemonSet", "networking": {"enabled": True}},
-    "ha": {
+    # Two replicas: leader election, the default soft anti-affinity, a PodDisruptionBudget.
+    "ha": {"replicaCount": 2},
+    "ha-hard-anti-affinity": {"replicaCount": 3, "podAntiAffinity": "hard", "podDisruptionBudget": {"minAvailable": 2}},
+    "ha-own-affinity": {
         "replicaCount": 2,
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
         "affinity": {
@@ -81,7 +119,40 @@ VARIANTS = {
         "extraVolumeMounts": [{"name": "token", "mountPath": "/var/run/hcloud", "readOnly": True}],
         "livenessProbe": None,
     },
-    "podmonitor": {"monitoring": {"podMonitor": {"enabled": True}}},
+    "podmonitor": {
+        "monitoring": {
+            "podMonitor": {
+                "enabled": True,
+                "labels": {"release": "kube-prometheus-stack"},
+                "annotations": {"example.com/owner": "platform"},
+                "spec": {"podMetricsEndpoints": [{"port": "metrics", "interval": "{{ printf \"%ds\" 30 }}"}]},
+            }
+        }
+    },
+    # The alternatives to the PodMonitor and the alerts and dashboard (docs/alerts.md).
+    "monitoring": {
+        "monitoring": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "dashboard": {"enabled": True},
+        }
+    },
+    # One replica with leader election: a rolling update is then safe and kept.
+    "leader-elect-rolling": {"args": {"leader-elect": "true"}, "strategy": {"type": "RollingUpdate"}},
+    # The probe follows the flags: another secure port; the metrics listener when it is off; a
+    # loopback bind address reached from the host network.
+    "probe-secure-port": {"args": {"secure-port": "10300"}},
+    "probe-metrics-listener": {"args": {"secure-port": "0"}, "env": {"HCLOUD_METRICS_ADDRESS": {"value": ":9100"}}},
+    "probe-loopback": {"networking": {"enabled": True}, "args": {"bind-address": "127.0.0.1"}},
+    # `tpl` where the official chart has it: image.tag (its default), env, networking.network.
+    "tpl": {
+        "image": {"tag": "v{{ $.Chart.Version }}"},
+        "env": {"HCLOUD_LOAD_BALANCERS_LOCATION": {"value": "{{ .Release.Namespace }}-fsn1"}},
+        "networking": {
+            "enabled": True,
+            "network": {"valueFrom": {"secretKeyRef": {"name": "{{ .Release.Name }}-hcloud", "key": "network"}}},
+        },
+    },
     "robot": {"robot": {"enabled": True}},
     # Robot with Load Balancers in the private network: HCLOUD_NETWORK by hand, routes off.
     "robot-private-network": {
@@ -94,21 +165,66 @@ VARIANTS = {
     },
     "no-monitoring-no-rbac": {"monitoring": {"enabled": False}, "rbac": {"create": False}},
 }
+VARIANTS = {name: merged(EXAMPLE_IMAGE, values) for name, values in VARIANTS_OWN.items()}
 
-# Values the chart must refuse, with a piece of the message it must give.
-REFUSED = {
-    "bad kind": ({"kind": "StatefulSet"}, 'kind: "StatefulSet" is not supported'),
+# The official chart's values files that are variants when its directory is given: a values file
+# written for it renders here unchanged (only the image differs).
+OFFICIAL_VALUES_FILES = ["values.yaml", "full.daemonset-values.yaml"]
+
+
+def official_variants(official: Path | None) -> dict[str, dict]:
+    if official is None:
+        return {}
+    out = {}
+    for name in OFFICIAL_VALUES_FILES:
+        values = values_from_yaml((official / name).read_text())
+        # Their image is the official one; everything else is kept verbatim.
+        out[f"official {name}"] = merged(values, EXAMPLE_IMAGE)
+    return out
+
+# Values the chart must refuse, with a piece of the message it must give (each merged into
+# EXAMPLE_IMAGE but the first).
+REFUSED_OWN = {
+    "the placeholder image": (
+        {"image": {"repository": "hcloud-ccm"}},
+        'image.repository: "hcloud-ccm" is this source chart\'s placeholder and no image of hcloud-ccm has been published yet',
+    ),
+    "an unknown key": ({"monitoring": {"podMonitr": {"enabled": True}}}, "additional properties 'podMonitr' not allowed"),
+    "an unknown top-level key": ({"replicas": 2}, "additional properties 'replicas' not allowed"),
+    "a rolling update without leader election": (
+        {"strategy": {"type": "RollingUpdate"}},
+        'strategy: {"type":"RollingUpdate"} is a rolling update while leader election is off',
+    ),
+    "two replicas without leader election": (
+        {"replicaCount": 2, "args": {"leader-elect": "false"}},
+        'args.leader-elect: "false" with replicaCount: 2: several CCMs would run at once',
+    ),
+    "a DaemonSet without leader election": (
+        {"kind": "DaemonSet", "args": {"leader-elect": "false"}},
+        'args.leader-elect: "false" with kind: DaemonSet',
+    ),
+    "a loopback bind address without the host network": (
+        {"args": {"bind-address": "127.0.0.1"}},
+        'args.bind-address: "127.0.0.1" is a loopback address',
+    ),
+    "bad kind": ({"kind": "StatefulSet"}, "at '/kind': value must be one of 'Deployment', 'DaemonSet'"),
     "robot with networking": (
         {"robot": {"enabled": True}, "networking": {"enabled": True}},
         "robot.enabled and networking.enabled: the CCM refuses routes together with Robot",
     ),
     "zero replicas": ({"replicaCount": 0}, "replicaCount: 0"),
 }
+REFUSED = {
+    case: (values if case == "the placeholder image" else merged(EXAMPLE_IMAGE, values), needle)
+    for case, (values, needle) in REFUSED_OWN.items()
+}
 
 HEADER = (
     "# Generated by deploy/render.py from deploy/chart/hcloud-ccm (release {release}, namespace\n"
     "# {namespace}, values {values}). Do not edit: change the chart and run\n"
     "# `deploy/render.py write`; crates/test-harness/tests/deploy.rs fails when this file drifts.\n"
+    "# No image of hcloud-ccm has been published yet: replace {image} with the repository you\n"
+    "# pushed one to (docs/quickstart.md), e.g. `sed 's|{image}:|<registry>/hcloud-ccm:|'`.\n"
 )
 
 
@@ -146,7 +262,9 @@ def split_docs(text: str) -> list[str]:
 
 
 def static_text(values: dict, chart_path: Path = CHART) -> str:
-    parts = [HEADER.format(release=RELEASE, namespace=NAMESPACE, values=json.dumps(values, sort_keys=True))]
+    parts = [
+        HEADER.format(release=RELEASE, namespace=NAMESPACE, values=json.dumps(values, sort_keys=True), image=STATIC_IMAGE)
+    ]
     for path, doc in render(values, chart_path):
         parts.append(f"---\n# Source: {path.removeprefix('hcloud-ccm/')}\n{doc}")
     return "".join(parts)
@@ -177,9 +295,9 @@ def cmd_write() -> int:
     return 0
 
 
-def cmd_check() -> int:
+def cmd_check(official: Path | None = None) -> int:
     report = Report()
-    for variant, values in VARIANTS.items():
+    for variant, values in {**VARIANTS, **official_variants(official)}.items():
         result = lint(str(CHART), values, strict=True, namespace=NAMESPACE)
         problems = [m for m in result.get("messages", []) if m.get("severity", 0) >= 2] + [
             {"error": e} for e in result.get("errors", [])
@@ -297,9 +415,9 @@ def cmd_package(destination: str, image: str) -> int:
     return report.finish()
 
 
-def cmd_json() -> int:
+def cmd_json(official: Path | None = None) -> int:
     variants = []
-    for variant, values in VARIANTS.items():
+    for variant, values in {**VARIANTS, **official_variants(official)}.items():
         objects = []
         for path, doc in render(values):
             # Helm's own YAML parser (values_from_yaml accepts any YAML mapping).
@@ -381,8 +499,23 @@ def main() -> int:
     commands = {"write": cmd_write, "check": cmd_check, "json": cmd_json, "hcl": cmd_hcl}
     if len(sys.argv) == 4 and sys.argv[1] == "package":
         return cmd_package(sys.argv[2], sys.argv[3])
+    if len(sys.argv) >= 2 and sys.argv[1] == "helm":
+        from helm_actions import cmd_helm
+
+        return cmd_helm(sys.argv[2:])
+    if len(sys.argv) == 3 and sys.argv[1] == "objects":
+        # The objects of a (multi-document) YAML file as a JSON list, by Helm's YAML parser.
+        text = Path(sys.argv[2]).read_text()
+        json.dump([values_from_yaml(doc) for doc in split_docs(text)], sys.stdout)
+        return 0
+    if len(sys.argv) == 3 and sys.argv[1] in ("check", "json"):
+        return commands[sys.argv[1]](Path(sys.argv[2]))
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        print(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}} | package DIR IMAGE", file=sys.stderr)
+        print(
+            f"usage: {sys.argv[0]} {{{'|'.join(commands)}}} | check|json OFFICIAL_CHART_DIR | package DIR IMAGE"
+            " | objects FILE | helm ACTION KUBECONFIG RELEASE [CHART VALUES_JSON]",
+            file=sys.stderr,
+        )
         return 2
     return commands[sys.argv[1]]()
 

@@ -13,6 +13,7 @@ use kube::runtime::watcher;
 use kube::{Client, Config};
 use tokio_util::sync::CancellationToken;
 
+use crate::dry_run::{DryRun, DryRunLayer};
 use crate::kube_client::{KubeClientError, rate_limited_client};
 use crate::metrics::{ManagerMetrics, RestClientMetricsLayer};
 use crate::options::Options;
@@ -28,6 +29,7 @@ pub struct ClientFactory {
     burst: u32,
     user_agent: String,
     metrics: RestClientMetricsLayer,
+    dry_run: Option<DryRun>,
 }
 
 impl ClientFactory {
@@ -36,13 +38,28 @@ impl ClientFactory {
     pub fn new(config: Config, qps: f64, burst: u32, program: &str, version: &str, metrics: &ManagerMetrics) -> Self {
         let user_agent = format!("{program}/{version} ({}/{})", std::env::consts::OS, std::env::consts::ARCH);
         let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
-        ClientFactory { config, qps, burst, user_agent, metrics: metrics.rest_client_layer(&host) }
+        ClientFactory { config, qps, burst, user_agent, metrics: metrics.rest_client_layer(&host), dry_run: None }
+    }
+
+    /// In a dry run, every client's writes go out with `dryRun=All` and are recorded in
+    /// `dry_run` as its user's (the delegation clients' reviews excepted: they write nothing).
+    pub fn with_dry_run(mut self, dry_run: Option<DryRun>) -> Self {
+        self.dry_run = dry_run;
+        self
     }
 
     /// A client for `user` (e.g. a controller's name).
     pub fn client(&self, user: &str) -> Result<Client, KubeClientError> {
         let user_agent = format!("{} {user}", self.user_agent);
-        rate_limited_client(self.config.clone(), self.qps, self.burst, &user_agent, &self.metrics)
+        let dry_run = self.dry_run.as_ref().map(|d| DryRunLayer::new(d.clone(), user));
+        rate_limited_client(self.config.clone(), self.qps, self.burst, &user_agent, &self.metrics, dry_run)
+    }
+
+    /// A client for `user` that writes for real, even in a dry run: the secure port's
+    /// TokenReviews and SubjectAccessReviews (answers, never stored).
+    fn review_client(&self, user: &str) -> Result<Client, KubeClientError> {
+        let user_agent = format!("{} {user}", self.user_agent);
+        rate_limited_client(self.config.clone(), self.qps, self.burst, &user_agent, &self.metrics, None)
     }
 
     /// A client for `user` from the kubeconfig `path` named by `flag`, or [`Self::client`]
@@ -53,10 +70,10 @@ impl ClientFactory {
         path: Option<&std::path::Path>,
         user: &str,
     ) -> Result<Client, KubeClientError> {
-        let Some(path) = path else { return self.client(user) };
+        let Some(path) = path else { return self.review_client(user) };
         let config = crate::kube_client::delegation_config(flag, path).await?;
         let user_agent = format!("{} {user}", self.user_agent);
-        rate_limited_client(config, 200.0, 400, &user_agent, &self.metrics)
+        rate_limited_client(config, 200.0, 400, &user_agent, &self.metrics, None)
     }
 }
 

@@ -42,6 +42,8 @@ pub(crate) fn build_controllers<C: Cloud>(
                     ctx.options.node,
                     ctx.stop.clone(),
                 );
+                let metrics = c.metrics();
+                ctx.metrics_registry().with(|r| metrics.register(r));
                 started.push((name, Box::pin(c.run())));
             }
             CLOUD_NODE_LIFECYCLE if has_instances => {

@@ -16,6 +16,7 @@ use kube::{Client, Config};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use crate::dry_run::DryRunLayer;
 use crate::metrics::RestClientMetricsLayer;
 
 /// Builds the connection config: `--kubeconfig` if given, else `--master` alone, else the
@@ -58,19 +59,25 @@ pub async fn delegation_config(flag: &'static str, path: &Path) -> Result<Config
 
 /// A client whose requests are limited to `qps` per second with bursts of `burst`, sending
 /// `user_agent` (upstream: `<program>/<version> (<os>/<arch>) <controller>`), each request
-/// counted by `metrics`.
+/// counted by `metrics`; in a dry run, its writes go out with `dryRun=All` and are recorded
+/// (`dry_run`, [`crate::dry_run`]).
 pub fn rate_limited_client(
     mut config: Config,
     qps: f64,
     burst: u32,
     user_agent: &str,
     metrics: &RestClientMetricsLayer,
+    dry_run: Option<DryRunLayer>,
 ) -> Result<Client, KubeClientError> {
     if let Ok(value) = http::HeaderValue::from_str(user_agent) {
         config.headers.push((http::header::USER_AGENT, value));
     }
     let builder = ClientBuilder::try_from(config).map_err(KubeClientError::Build)?;
-    Ok(builder.with_layer(&TokenBucketLayer::new(qps, burst)).with_layer(metrics).build())
+    Ok(builder
+        .with_layer(&TokenBucketLayer::new(qps, burst))
+        .with_layer(metrics)
+        .with_layer(&tower::util::option_layer(dry_run))
+        .build())
 }
 
 /// Why a Kubernetes client could not be set up. An underlying error is the

@@ -26,6 +26,7 @@ pub mod context;
 pub mod controller_set;
 pub mod controllers;
 mod delegation;
+pub mod dry_run;
 mod election;
 mod error;
 pub mod fence;
@@ -38,6 +39,7 @@ pub mod provider_events;
 mod supervise;
 
 pub use args::ManagerArgs;
+pub use dry_run::{DryRun, PlannedWrite};
 pub use fence::Fence;
 pub use manager::{Identity, Manager, ManagerError, ProgramTask, shutdown_on_signals};
 pub use options::{LogFormat, Options};

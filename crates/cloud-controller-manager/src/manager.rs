@@ -25,6 +25,7 @@ use tracing::{error, info, warn};
 
 use crate::context::{ClientFactory, ControllerContext, Informers};
 use crate::controllers::{ControllerTask, build_controllers};
+use crate::dry_run::DryRun;
 use crate::election;
 pub use crate::error::ManagerError;
 use crate::fence::Fence;
@@ -76,6 +77,7 @@ pub struct Manager {
     runtime_metrics: RuntimeMetrics,
     metrics: ManagerMetrics,
     plain: Option<(SocketAddr, String)>,
+    dry_run: Option<DryRun>,
 }
 
 impl Manager {
@@ -86,6 +88,10 @@ impl Manager {
         registry.with(|r| runtime_metrics.register(r));
         let metrics = ManagerMetrics::default();
         metrics.register(&registry);
+        let dry_run = options.dry_run.then(DryRun::default);
+        if let Some(d) = &dry_run {
+            registry.with(|r| d.register(r));
+        }
         Manager {
             identity,
             options,
@@ -95,7 +101,14 @@ impl Manager {
             runtime_metrics,
             metrics,
             plain: None,
+            dry_run,
         }
+    }
+
+    /// In a dry run (`--dry-run`), the record a provider reports its writes to instead of
+    /// making them ([`crate::dry_run`]).
+    pub fn dry_run(&self) -> Option<DryRun> {
+        self.dry_run.clone()
     }
 
     /// The fence a provider consults before every side effect.
@@ -170,13 +183,19 @@ impl Manager {
         cloud: Arc<C>,
         shutdown: &CancellationToken,
     ) -> Result<(Prepared, Running), ManagerError> {
-        let Manager { identity, options, fence, health, registry, runtime_metrics, metrics, plain } = self;
+        let Manager { identity, options, fence, health, registry, runtime_metrics, metrics, plain, dry_run } = self;
         for w in &options.warnings {
             warn!("{w}");
         }
         let kube = &options.kube;
         let config = connection_config(kube.kubeconfig.as_deref(), kube.master.as_deref()).await?;
-        let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics);
+        if dry_run.is_some() {
+            warn!(
+                "dry run: nothing is written to the cluster or the cloud; every write is logged (\"dry run: write not made\") and counted in dry_run_planned_writes_total"
+            );
+        }
+        let clients = ClientFactory::new(config, kube.qps, kube.burst, identity.program, identity.version, &metrics)
+            .with_dry_run(dry_run);
         let listeners = serve(&options, &clients, plain, &health, &registry, shutdown).await?;
         // The provider's own events (upstream: its `Initialize` gets a client builder).
         let resyncs = Resyncs::default();

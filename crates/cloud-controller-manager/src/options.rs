@@ -34,8 +34,10 @@ pub struct Options {
     pub min_resync_period: Duration,
     /// How to reach the API server.
     pub kube: KubeOptions,
-    /// Leader election, when `--leader-elect` is on.
+    /// Leader election, when `--leader-elect` is on (never in a dry run).
     pub leader_election: Option<LeaderElectionOptions>,
+    /// `--dry-run`: nothing is written to the cluster or the cloud ([`crate::dry_run`]).
+    pub dry_run: bool,
     /// The secure port.
     pub serving: SecureServingOptions,
     /// `--cluster-name`: the only copy; the service and route controllers get it from here

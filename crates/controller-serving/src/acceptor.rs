@@ -18,7 +18,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::auth::DelegatingAuth;
 use crate::error::{CERT_FILE_FLAG, KEY_FILE_FLAG, ServeError};
-use crate::server::SecureServing;
+use crate::secure_serving::SecureServing;
 use crate::sni::SniResolver;
 use crate::tls;
 

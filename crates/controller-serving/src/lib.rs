@@ -108,6 +108,7 @@ mod io_timeout;
 mod limits;
 mod metrics;
 mod routes;
+mod secure_serving;
 mod server;
 mod sni;
 mod tls;
@@ -126,10 +127,8 @@ pub use limits::{Limits, Timeouts};
 pub use metrics::{EncodeError, MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
 pub use routes::METRICS_PATH;
 pub use rustls::pki_types::CertificateDer;
-pub use server::{
-    Bound, HTTP2_MAX_STREAMS, SHUTDOWN_GRACE, SecureServing, serve_plain, serve_plain_with, serve_secure,
-    serve_secure_with,
-};
+pub use secure_serving::{HTTP2_MAX_STREAMS, SecureServing};
+pub use server::{Bound, SHUTDOWN_GRACE, serve_plain, serve_plain_with, serve_secure, serve_secure_with};
 pub use sni::SniCertKey;
 pub use tls_params::{
     GO_CIPHER_SUITES, GO_CURVES, ParsedTlsParams, TLS_VERSION_NAMES, TlsParams, TlsVersion, parse_tls_params,

@@ -30,9 +30,10 @@ use tracing::warn;
 
 use crate::error::{Error, parse_api_error};
 use crate::models::Action;
-use crate::observe::{InFlight, RequestGate, RequestObserver, api_endpoint};
+use crate::observe::{InFlight, RequestGate, RequestObserver, WriteGate, WriteRequest};
 use crate::poll::PollPolicy;
 use crate::retry::{self, RetryPolicy, Verdict};
+pub(crate) use crate::target::Target;
 use crate::wire_log;
 
 /// The public API's base URL.
@@ -84,6 +85,7 @@ pub struct ClientBuilder {
     poll: PollPolicy,
     observer: Option<Arc<dyn RequestObserver>>,
     gate: Option<RequestGate>,
+    write_gate: Option<WriteGate>,
     debug: bool,
 }
 
@@ -158,6 +160,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Installs the write gate: asked once per call that writes (any method but GET), before
+    /// anything is sent; `Err(reason)` ends the call with [`Error::NotSent`]. Meant for a dry
+    /// run.
+    pub fn write_gate(mut self, gate: WriteGate) -> Self {
+        self.write_gate = Some(gate);
+        self
+    }
+
     /// Logs every request and response body at debug level (target `hcloud_api::wire`); the
     /// token and secrets in bodies (e.g. a certificate's private key) are never logged.
     pub fn debug(mut self, debug: bool) -> Self {
@@ -199,6 +209,7 @@ impl ClientBuilder {
                 poll: self.poll,
                 observer: self.observer,
                 gate: self.gate,
+                write_gate: self.write_gate,
                 debug: self.debug,
                 rate_limit: Mutex::new(None),
                 trial: false,
@@ -237,6 +248,7 @@ struct Inner {
     poll: PollPolicy,
     observer: Option<Arc<dyn RequestObserver>>,
     gate: Option<RequestGate>,
+    write_gate: Option<WriteGate>,
     debug: bool,
     rate_limit: Mutex<Option<RateLimit>>,
     /// Made by [`Client::with_token`]: its exchanges are reported as trials.
@@ -261,36 +273,6 @@ pub(crate) struct Answer {
     pub(crate) already_gone: bool,
 }
 
-/// Where a request goes: a path template for accounting and the concrete path.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    pub(crate) template: &'static str,
-    pub(crate) path: String,
-    pub(crate) api_endpoint: String,
-    /// A POST that creates a resource: repeating it could create a duplicate.
-    pub(crate) create: bool,
-}
-
-impl Target {
-    pub(crate) fn fixed(template: &'static str) -> Target {
-        Target { template, path: template.to_owned(), api_endpoint: api_endpoint(template), create: false }
-    }
-
-    pub(crate) fn with_id(template: &'static str, id: impl fmt::Display) -> Target {
-        Target {
-            template,
-            path: template.replacen("{id}", &id.to_string(), 1),
-            api_endpoint: api_endpoint(template),
-            create: false,
-        }
-    }
-
-    /// The collection a `POST` creates a resource in.
-    pub(crate) fn create(template: &'static str) -> Target {
-        Target { create: true, ..Target::fixed(template) }
-    }
-}
-
 enum Attempt {
     Done(Answer),
     Failed { error: Error, verdict: Verdict, hint: Option<Duration> },
@@ -309,6 +291,7 @@ impl Client {
             poll: PollPolicy::default(),
             observer: None,
             gate: None,
+            write_gate: None,
             debug: false,
         }
     }
@@ -362,6 +345,8 @@ impl Client {
                 poll: inner.poll,
                 observer: inner.observer.clone(),
                 gate: None,
+                // A token check is a read; the write gate would not ask, but stays in place.
+                write_gate: inner.write_gate.clone(),
                 debug: inner.debug,
                 rate_limit: Mutex::new(None),
                 trial: true,
@@ -395,6 +380,12 @@ impl Client {
                 None => None,
             };
         let inner = &self.inner;
+        if method != Method::GET
+            && let Some(gate) = &inner.write_gate
+            && let Err(reason) = gate(&WriteRequest { method: &method, endpoint: target.template, path: &target.path })
+        {
+            return Err(Error::NotSent { request: request_name, reason });
+        }
         let started = Instant::now();
         let mut attempt = 0;
         let mut maybe_applied = false;

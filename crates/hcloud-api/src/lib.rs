@@ -61,6 +61,7 @@ mod poll;
 mod retry;
 pub mod robot;
 mod string_enum;
+mod target;
 mod waiter;
 mod wire_log;
 
@@ -74,7 +75,7 @@ pub use endpoints::{
 pub use error::{ApiError, Error, ErrorCode, ErrorDetails, InvalidField};
 pub use fingerprint::token_fingerprint;
 pub use models::Action;
-pub use observe::{RequestEvent, RequestGate, RequestObserver, RequestStart, api_endpoint};
+pub use observe::{RequestEvent, RequestGate, RequestObserver, RequestStart, WriteGate, WriteRequest, api_endpoint};
 pub use paging::Page;
 pub use poll::PollPolicy;
 /// The HTTP method type of [`RequestEvent::method`].

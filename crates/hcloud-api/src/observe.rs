@@ -21,6 +21,23 @@ use reqwest::Method;
 /// nothing reaches the API, not even a retry or an action poll already under way.
 pub type RequestGate = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// A write about to be sent (any method but GET), as a [`WriteGate`] sees it. No body: bodies
+/// may hold secrets (a certificate's private key).
+#[derive(Debug, Clone)]
+pub struct WriteRequest<'a> {
+    /// HTTP method (POST, PUT, DELETE).
+    pub method: &'a Method,
+    /// Path template, e.g. `/load_balancers/{id}/actions/add_target`.
+    pub endpoint: &'static str,
+    /// The request's path, e.g. `/load_balancers/42/actions/add_target`.
+    pub path: &'a str,
+}
+
+/// The write gate: consulted once per call that writes (before its first attempt);
+/// `Err(reason)` ends the call with [`crate::Error::NotSent`] and nothing is sent. Meant for a
+/// dry run, where every write is reported instead of made; reads go out as usual.
+pub type WriteGate = Arc<dyn Fn(&WriteRequest<'_>) -> Result<(), String> + Send + Sync>;
+
 /// An exchange about to start.
 #[derive(Debug, Clone)]
 pub struct RequestStart<'a> {

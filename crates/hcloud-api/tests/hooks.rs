@@ -165,3 +165,30 @@ async fn the_debug_wire_log_never_shows_a_private_key() {
     assert!(!log.contains(KEY_BODY), "the private key leaked into the wire log: {log}");
     assert!(!log.contains(TOKEN));
 }
+
+/// The write gate (a dry run): every call that writes is refused before anything is sent, once
+/// per call, with the method, template and path; reads go out as usual.
+#[tokio::test]
+async fn a_refusing_write_gate_stops_writes_and_lets_reads_through() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let gate: hcloud_api::WriteGate = {
+        let seen = seen.clone();
+        Arc::new(move |w: &hcloud_api::WriteRequest<'_>| {
+            seen.lock().unwrap().push(format!("{} {} {}", w.method, w.endpoint, w.path));
+            Err("dry run".to_owned())
+        })
+    };
+    let env = Env::with(FakeConfig::default(), |b| b.write_gate(gate)).await;
+    let server = env.h.seed_server(&SeedServer::new("node-1")).unwrap();
+    env.h.reset_requests();
+    assert_eq!(env.client.servers().get(sid(server)).await.unwrap().name, "node-1", "a read goes out");
+    let err = env.client.servers().poweroff(sid(server)).await.unwrap_err();
+    assert!(err.is_not_sent(), "{err:?}");
+    assert!(err.to_string().contains("not sent: dry run"), "{err}");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [format!("POST /servers/{{id}}/actions/poweroff /servers/{server}/actions/poweroff")],
+        "asked once, with the template and the path"
+    );
+    assert_eq!(env.h.request_counts().total, 1, "only the read reached the API");
+}

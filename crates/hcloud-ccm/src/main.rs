@@ -13,6 +13,7 @@
 #[cfg(test)]
 mod build_date;
 mod cli;
+mod dry_run;
 #[cfg(test)]
 mod env_reads;
 #[cfg(test)]

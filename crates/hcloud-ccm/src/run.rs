@@ -92,7 +92,9 @@ async fn run(manager: Manager, config: Config) -> anyhow::Result<()> {
     // after leadership is lost. (Only the check of a new token or Robot pair from a watched
     // file does not: a read, which a standby needs as much as the leader.)
     let fence = manager.fence();
-    let hooks = ClientHooks { metrics: Some(metrics), gate: Some(Arc::new(move || fence.check())) };
+    // In a dry run no Cloud API write is sent: each is reported instead.
+    let write_gate = manager.dry_run().map(crate::dry_run::write_gate);
+    let hooks = ClientHooks { metrics: Some(metrics), gate: Some(Arc::new(move || fence.check())), write_gate };
     let cloud = tokio::select! {
         c = HcloudCloud::connect(&config, hooks) => c.context("cannot start the Hetzner Cloud provider")?,
         _ = shutdown.cancelled() => return Ok(()),

@@ -7,6 +7,7 @@
 mod common;
 #[path = "differential/main.rs"]
 mod differential;
+mod dry_run_e2e;
 mod idle_e2e;
 mod image_e2e;
 mod lb_certificates_e2e;
@@ -16,8 +17,10 @@ mod lb_targets_e2e;
 mod lb_type_e2e;
 mod leader_election_e2e;
 mod migration;
+mod monitoring_e2e;
 mod node_ipam_e2e;
 mod nodes_e2e;
+mod official_role_e2e;
 mod oracle;
 mod real_nodes_e2e;
 mod robot_e2e;

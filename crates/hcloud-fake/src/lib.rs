@@ -75,6 +75,7 @@ pub mod http;
 pub mod label_selector;
 pub mod metrics;
 pub mod pagination;
+mod project_handles;
 pub mod projects;
 pub mod query;
 pub mod rate_limit;

@@ -7,7 +7,7 @@ use sync_lock::Unpoison as _;
 use cloud_provider::events::EventSink;
 use cloud_provider::{Cloud, Unsupported};
 use hcloud_api::models::{Network, NetworkId};
-use hcloud_api::{Client, ErrorCode, RequestGate};
+use hcloud_api::{Client, ErrorCode, RequestGate, WriteGate};
 use secrecy::ExposeSecret;
 use tracing::{info, warn};
 
@@ -68,6 +68,9 @@ pub struct ClientHooks {
     /// Consulted before every request (e.g. the leader-election fence); a refusal keeps the
     /// request from being sent.
     pub gate: Option<RequestGate>,
+    /// Consulted before every Cloud API call that writes (a dry run); a refusal keeps it from
+    /// being sent. The Robot webservice is only read.
+    pub write_gate: Option<WriteGate>,
 }
 
 /// The Hetzner Cloud provider.
@@ -104,6 +107,9 @@ impl HcloudCloud {
         builder = builder.observer(refusals.token_observer(metrics.observer()));
         if let Some(gate) = hooks.gate.clone() {
             builder = builder.gate(gate);
+        }
+        if let Some(gate) = hooks.write_gate.clone() {
+            builder = builder.write_gate(gate);
         }
         let client = builder.build().map_err(StartupError::Client)?;
         metrics.watch_rate_limit(&client);

@@ -46,6 +46,7 @@ pub mod routes;
 
 pub use cloud::{ClientHooks, HcloudCloud, PROVIDER_NAME, StartupError};
 pub use config::{AddressFamily, CacheMode, Config, ConfigErrors};
+pub use hcloud_api::{WriteGate, WriteRequest};
 pub use instances::HcloudInstances;
 pub use inventory::{Inventory, Lookup};
 pub use load_balancers::HcloudLoadBalancers;

@@ -54,6 +54,15 @@ struct RotationLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TargetHealthLabels {
+    /// `<namespace>/<name>` of the Service (not `service`, which a ServiceMonitor's target
+    /// label would shadow).
+    service_name: String,
+    /// `healthy`, `unhealthy` or `unknown`.
+    status: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CacheLabels {
     subsystem: &'static str,
     mode: &'static str,
@@ -75,6 +84,7 @@ pub struct HcloudMetrics {
     operations: Family<OpLabels, Counter>,
     cache: Family<CacheLabels, Counter>,
     rotations: Family<RotationLabels, Counter>,
+    target_ports: Family<TargetHealthLabels, Gauge>,
     ratelimit_limit: Gauge,
     ratelimit_remaining: Gauge,
     inventory: InventoryCounters,
@@ -100,6 +110,7 @@ impl Default for HcloudMetrics {
             operations: Family::default(),
             cache: Family::default(),
             rotations: Family::default(),
+            target_ports: Family::default(),
             ratelimit_limit: Gauge::default(),
             ratelimit_remaining: Gauge::default(),
             inventory: InventoryCounters::default(),
@@ -161,6 +172,12 @@ impl HcloudMetrics {
             self.rotations.clone(),
         );
         registry.register(
+            "hcloud_ccm_load_balancer_target_ports",
+            "Target ports of a Service's Load Balancer by the health Hetzner reports for them (healthy, unhealthy, \
+             unknown), as its last sync read the Load Balancer",
+            self.target_ports.clone(),
+        );
+        registry.register(
             "hcloud_ccm_inventory_lists",
             "Paginated server lists (snapshot refreshes) of the shared server inventory",
             self.inventory.lists.clone(),
@@ -210,6 +227,22 @@ impl HcloudMetrics {
     /// `hcloud_ccm_credential_rotations_total{credential,result}`.
     pub(crate) fn credential_rotation(&self, credential: &'static str, result: &'static str) {
         self.rotations.get_or_create(&RotationLabels { credential, result }).inc();
+    }
+
+    /// Shows the health of the target ports of `service`'s Load Balancer:
+    /// `hcloud_ccm_load_balancer_target_ports{service_name,status}`.
+    pub(crate) fn target_ports(&self, service: &str, counts: &[(&'static str, usize)]) {
+        for (status, n) in counts {
+            let labels = TargetHealthLabels { service_name: service.to_owned(), status };
+            self.target_ports.get_or_create(&labels).set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Drops the target-port series of `service` (its Load Balancer is gone).
+    pub(crate) fn forget_target_ports(&self, service: &str) {
+        for status in crate::load_balancers::target_health::HEALTH_STATUSES {
+            self.target_ports.remove(&TargetHealthLabels { service_name: service.to_owned(), status });
+        }
     }
 
     /// Counts one server lookup of `subsystem` (`hit`: answered from memory) in

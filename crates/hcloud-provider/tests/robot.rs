@@ -321,7 +321,7 @@ async fn the_cloud_counts_robot_requests_in_its_metrics() {
     )
     .expect("config");
     let metrics = HcloudMetrics::default();
-    let hooks = ClientHooks { metrics: Some(metrics.clone()), gate: None };
+    let hooks = ClientHooks { metrics: Some(metrics.clone()), gate: None, write_gate: None };
     let cloud = HcloudCloud::connect(&config, hooks).await.expect("connect");
     let instances = cloud.instances_v2().expect("instances");
     assert!(instances.instance_exists(&node("bm-a", Some(&format!("hrobot://{a}")))).await.expect("exists"));

@@ -64,7 +64,7 @@ async fn fx_on(
     let gate = gate.map(|open| -> hcloud_api::RequestGate {
         Arc::new(move || if open.load(Ordering::SeqCst) { Ok(()) } else { Err("standing by".into()) })
     });
-    let hooks = ClientHooks { metrics: Some(metrics.clone()), gate };
+    let hooks = ClientHooks { metrics: Some(metrics.clone()), gate, write_gate: None };
     let cloud = HcloudCloud::connect(&config, hooks).await.expect("connects");
     Fx { fake, cloud, volume, metrics }
 }

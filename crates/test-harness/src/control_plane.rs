@@ -213,7 +213,7 @@ impl ControlPlane {
         let binding = rbac::ccm_cluster_role_binding();
         let bindings = Api::<ClusterRoleBinding>::all(admin.clone());
         bindings
-            .patch(rbac::CCM_CLUSTER_ROLE, &apply, &Patch::Apply(&binding))
+            .patch(rbac::CCM_CLUSTER_ROLE_BINDING, &apply, &Patch::Apply(&binding))
             .await
             .map_err(|e| HarnessError::kube("applying the CCM ClusterRoleBinding", e))?;
         let delegator = rbac::ccm_auth_delegator_binding();
@@ -488,6 +488,7 @@ async fn start_once(
         csv.push_str(&format!("{token},{},{},\"{}\"\n", user.name, user.name, user.groups.join(",")));
     }
     write(&dir.path().join("tokens.csv"), &csv).map_err(other)?;
+    write(&dir.path().join(crate::audit_policy::POLICY_FILE), crate::audit_policy::AUDIT_POLICY).map_err(other)?;
     let [client_port, peer_port, apiserver_port] = free_ports().map_err(other)?;
     let spawned = Instant::now();
     let root = dir.path();
@@ -517,7 +518,7 @@ async fn start_once(
     )
     .map_err(other)?;
 
-    let apiserver_args = vec![
+    let mut apiserver_args = vec![
         format!("--etcd-servers={client_url}"),
         format!("--bind-address={address}"),
         format!("--advertise-address={address}"),
@@ -535,6 +536,8 @@ async fn start_once(
         // plugin adds to new Nodes; Nodes carry exactly the taints the test gives them.
         "--disable-admission-plugins=TaintNodesByCondition".to_owned(),
     ];
+    // ServiceAccounts' requests, for tests that check what a process did (crate::audit).
+    apiserver_args.extend(crate::audit_policy::apiserver_flags(root));
     let apiserver = Supervised::spawn(
         "kube-apiserver",
         &assets.join("kube-apiserver"),

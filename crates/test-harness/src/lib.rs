@@ -37,9 +37,14 @@
 //!   [`restore`](TcpProxy::restore) it, for partition tests.
 //!   [`ControlPlane::client_via`] and [`ControlPlane::kubeconfig_via`] reach the API server
 //!   through a proxy (TLS passes through; the serving certificate is valid for 127.0.0.1).
+//! - [`audit`]: every control plane keeps an audit log of ServiceAccounts' requests
+//!   ([`ControlPlane::audit_events_of`]); [`ControlPlane::service_account_kubeconfig`] gives a
+//!   test such an identity, so it can show what a process asked of the API server (no refused
+//!   request, no write).
 //! - [`oracle`] finds Hetzner's official CCM and `hcloud` CLI (built by
 //!   `scripts/provision-oracles`) and starts the official CCM, always without its metadata
-//!   lookup.
+//!   lookup; [`oracle::OfficialRelease`] unpacks the official chart and static manifests of the
+//!   release source for a test.
 //!
 //! # Lifelines: no process survives the test binary
 //!
@@ -88,6 +93,8 @@
 //! ```
 
 mod assets;
+pub mod audit;
+mod audit_policy;
 mod control_plane;
 mod error;
 mod events;
@@ -109,6 +116,7 @@ mod wait;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use assets::find_assets;
+pub use audit::{AuditEvent, WRITE_VERBS};
 pub use control_plane::{
     ADMIN_USER, ControlPlane, ControlPlaneOptions, READY_TIMEOUT, RESTRICTED_USER, StaticUser, client_from_kubeconfig,
     process_alive,

@@ -44,6 +44,70 @@ pub fn hcloud_cli_binary() -> Result<PathBuf, HarnessError> {
     Ok(oracle_dir()?.join("hcloud"))
 }
 
+/// The official CCM's release source archive, `hcloud-cloud-controller-manager-<version>.tar.gz`
+/// in `$HCLOUD_CCM_ORACLE_DIR` or `../shared/oracle` beside the checkout (where
+/// `scripts/provision-oracles` finds it and checks its sha256).
+pub fn official_ccm_archive() -> PathBuf {
+    let dir = std::env::var_os("HCLOUD_CCM_ORACLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/oracle"));
+    dir.join(format!("hcloud-cloud-controller-manager-{}.tar.gz", OFFICIAL_CCM_VERSION.trim_start_matches('v')))
+}
+
+/// The official release's chart and static manifests, unpacked from [`official_ccm_archive`]
+/// into a temporary directory that is removed on drop. Read at test time, never copied into
+/// the repository.
+#[derive(Debug)]
+pub struct OfficialRelease {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl OfficialRelease {
+    /// Unpacks `chart/` and `deploy/` of the archive (a few kilobytes).
+    pub fn unpack() -> Result<OfficialRelease, HarnessError> {
+        let archive = official_ccm_archive();
+        let dir = tempfile::Builder::new()
+            .prefix("official-ccm-")
+            .tempdir()
+            .map_err(|e| HarnessError::io("creating a directory for the official release", e))?;
+        let out = std::process::Command::new("tar")
+            .arg("-xzf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(dir.path())
+            .args(["--wildcards", "*/chart/*", "*/deploy/*"])
+            .output()
+            .map_err(|e| HarnessError::io("running tar", e))?;
+        if !out.status.success() {
+            return Err(HarnessError::Command {
+                command: format!("tar -xzf {}", archive.display()),
+                detail: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        let root = dir
+            .path()
+            .join(format!("hcloud-cloud-controller-manager-{}", OFFICIAL_CCM_VERSION.trim_start_matches('v')));
+        if !root.join("chart/Chart.yaml").is_file() {
+            return Err(HarnessError::Command {
+                command: format!("tar -xzf {}", archive.display()),
+                detail: format!("no chart/Chart.yaml under {}", root.display()),
+            });
+        }
+        Ok(OfficialRelease { _dir: dir, root })
+    }
+
+    /// The official chart's directory (`chart/`: Chart.yaml, values.yaml, templates).
+    pub fn chart(&self) -> PathBuf {
+        self.root.join("chart")
+    }
+
+    /// The official static manifest `deploy/<name>` (`ccm.yaml` or `ccm-networks.yaml`).
+    pub fn static_manifest(&self, name: &str) -> PathBuf {
+        self.root.join("deploy").join(name)
+    }
+}
+
 /// Starts the official CCM.
 pub struct OfficialCcm;
 

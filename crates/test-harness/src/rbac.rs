@@ -7,9 +7,11 @@
 //! fails those tests.
 //!
 //! The rules are only what hcloud-ccm calls (nodes: get/list/watch/patch/delete; nodes/status:
-//! patch; services: get/list/watch; services/status: patch; core events: create/patch;
-//! leases: get/create/update). The official chart's `configmaps`, `serviceaccounts`,
-//! `services/status update` and `nodes *` are not needed and not granted.
+//! patch; services: list/watch; services/status: patch; core events: create/patch;
+//! leases: get/create/update), each granted by the official ClusterRole too (the deploy tests
+//! compare them with the official chart's render), so hcloud-ccm runs under that role. The
+//! official chart's `configmaps`, `serviceaccounts`, `services/status update` and `nodes *` are
+//! not needed and not granted.
 //!
 //! Besides its own ClusterRole, the CCM's ServiceAccount is bound to the built-in ClusterRole
 //! `system:auth-delegator` ([`ccm_auth_delegator_binding`]): it grants `create` on
@@ -36,8 +38,11 @@ pub const CCM_NAMESPACE: &str = "kube-system";
 pub const CCM_SERVICE_ACCOUNT: &str = "hcloud-cloud-controller-manager";
 /// The user name the API server sees for the CCM's ServiceAccount.
 pub const CCM_USER: &str = "system:serviceaccount:kube-system:hcloud-cloud-controller-manager";
-/// Name of the CCM's ClusterRole and ClusterRoleBinding.
+/// Name of the CCM's ClusterRole (the official one's).
 pub const CCM_CLUSTER_ROLE: &str = "system:hcloud-cloud-controller-manager";
+/// Name of the CCM's ClusterRoleBinding to [`CCM_CLUSTER_ROLE`] (the official one's, so an
+/// install over the official one leaves no second binding).
+pub const CCM_CLUSTER_ROLE_BINDING: &str = "system:hcloud-cloud-controller-manager:restricted";
 
 /// The built-in ClusterRole granting `create` on TokenReviews and SubjectAccessReviews.
 pub const AUTH_DELEGATOR_CLUSTER_ROLE: &str = "system:auth-delegator";
@@ -104,7 +109,7 @@ fn role_ref(kind: &str, name: &str) -> RoleRef {
 pub fn ccm_cluster_role_binding() -> ClusterRoleBinding {
     ClusterRoleBinding {
         metadata: ObjectMeta {
-            name: Some(CCM_CLUSTER_ROLE.to_owned()),
+            name: Some(CCM_CLUSTER_ROLE_BINDING.to_owned()),
             labels: Some(labels()),
             ..ObjectMeta::default()
         },
@@ -184,7 +189,7 @@ mod tests {
         let rules = ccm_policy_rules().expect("the shipped rules parse");
         assert_eq!(verbs_of(&rules, "", "nodes"), strings(&["get", "list", "watch", "patch", "delete"]));
         assert_eq!(verbs_of(&rules, "", "nodes/status"), strings(&["patch"]));
-        assert_eq!(verbs_of(&rules, "", "services"), strings(&["get", "list", "watch"]));
+        assert_eq!(verbs_of(&rules, "", "services"), strings(&["list", "watch"]));
         assert_eq!(verbs_of(&rules, "", "services/status"), strings(&["patch"]));
         assert_eq!(verbs_of(&rules, "", "events"), strings(&["create", "patch"]));
         assert_eq!(verbs_of(&rules, "coordination.k8s.io", "leases"), strings(&["get", "create", "update"]));
@@ -215,7 +220,7 @@ mod tests {
             CCM_USER
         );
         // Distinct from the CCM's own binding, whose rules stay the official ones.
-        assert_ne!(binding.metadata.name.as_deref(), Some(CCM_CLUSTER_ROLE));
+        assert_ne!(binding.metadata.name.as_deref(), Some(CCM_CLUSTER_ROLE_BINDING));
     }
 
     #[test]

@@ -15,10 +15,9 @@
 //!   of both static manifests is sent to the real kube-apiserver as a server-side apply with
 //!   `dryRun=All` (what `kubectl apply --dry-run=server` does) and must be accepted, and the
 //!   answer must still hold every field we sent (the API server prunes fields its schema does
-//!   not know, so a misspelt key would otherwise pass). The PodMonitor's CRD is installed first
-//!   with `kubectl apply` from a file the test writes ([`PODMONITOR_CRD`]: prometheus-operator's
-//!   `monitoring.coreos.com/v1` PodMonitor, its spec's field names as a structural schema), so
-//!   every kind is served and a misspelt PodMonitor field is caught too.
+//!   not know, so a misspelt key would otherwise pass). prometheus-operator's CRDs (PodMonitor,
+//!   ServiceMonitor, PrometheusRule, `deploy_crds.rs`) are installed first, so every kind is
+//!   served and a misspelt field of those is caught too.
 //! - [`robot_enabled_sets_robot_enabled_and_optional_credentials`]: `robot.enabled` is what sets
 //!   `ROBOT_ENABLED` (false in the static manifests), and the Robot credentials come from the
 //!   `hcloud` Secret's optional keys `robot-user` / `robot-password` in every render.
@@ -40,31 +39,34 @@ use kube::{Api, discovery};
 use serde_json::Value;
 use test_harness::{ControlPlane, rbac};
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The virtualenv's interpreter (cached, or built by the provisioning script).
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let script = repo_root().join("scripts/provision-python-deploy");
     test_harness::provisioned_path(&script, "DEPLOY_PYTHON")
         .unwrap_or_else(|e| panic!("{e}. These tests need helm-python-sdk and do not skip without it."))
 }
 
-fn render_py(command: &str) -> Output {
+/// Runs `deploy/render.py` with `args`.
+pub(crate) fn render_py<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     let script = repo_root().join("deploy/render.py");
+    let shown: Vec<String> = args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect();
     Command::new(python())
         .arg(&script)
-        .arg(command)
+        .args(args)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {} {command}: {e}", script.display()))
+        .unwrap_or_else(|e| panic!("cannot run {} {shown:?}: {e}", script.display()))
 }
 
 /// Runs a `render.py` checking command and asserts it reported no failure and at least
 /// `min_passed` passed checks.
-fn assert_checks(command: &str, min_passed: usize) {
-    let out = render_py(command);
+fn assert_checks<S: AsRef<std::ffi::OsStr>>(args: &[S], min_passed: usize) {
+    let command = args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+    let out = render_py(args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
@@ -86,23 +88,27 @@ fn assert_checks(command: &str, min_passed: usize) {
 
 #[test]
 fn chart_lints_renders_and_static_manifests_are_current() {
-    // 9 variants × (lint + render), 3 refused values (among them Robot with networking), 2
-    // static manifests.
-    assert_checks("check", 23);
+    // 17 own variants and the official chart's 2 values files × (lint + render), 10 refused
+    // values (the placeholder image, unknown keys, rolling updates and replicas without leader
+    // election, ...), 2 static manifests, versions and the packaged chart (6).
+    let official = test_harness::oracle::OfficialRelease::unpack().expect("the official release's chart");
+    assert_checks(&[std::ffi::OsStr::new("check"), official.chart().as_os_str()], 56);
 }
 
 #[test]
 fn dev_environment_terraform_parses() {
     // 6 files parse, 5 resource types, network/subnet/servers/Cilium/Secret shapes, 5 k3s flags.
-    assert_checks("hcl", 24);
+    assert_checks(&["hcl"], 24);
 }
 
 /// A values variant (or static manifest) and its objects: (template, object).
-type Variant = (String, Vec<(String, Value)>);
+pub(crate) type Variant = (String, Vec<(String, Value)>);
 
-/// Every variant's objects, as `render.py json` prints them.
-fn rendered() -> Result<Vec<Variant>> {
-    let out = render_py("json");
+/// Every variant's objects, as `render.py json` prints them, the official chart's values files
+/// (`official values.yaml`, `official full.daemonset-values.yaml`) among them.
+pub(crate) fn rendered() -> Result<Vec<Variant>> {
+    let official = test_harness::oracle::OfficialRelease::unpack()?;
+    let out = render_py(&[std::ffi::OsStr::new("json"), official.chart().as_os_str()]);
     ensure!(out.status.success(), "render.py json failed: {}", String::from_utf8_lossy(&out.stderr));
     let variants: Vec<Value> = serde_json::from_slice(&out.stdout).context("render.py json output")?;
     variants
@@ -143,116 +149,13 @@ fn value_text(v: &Value) -> String {
     v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())
 }
 
-/// prometheus-operator's PodMonitor CRD (`monitoring.coreos.com/v1`), cut down to a structural
-/// schema: every field of `spec` and of a `podMetricsEndpoints` entry by its real name (so the
-/// API server prunes a misspelt one and the dry-run notices), the deeper objects kept whole.
-const PODMONITOR_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: podmonitors.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  scope: Namespaced
-  names: {kind: PodMonitor, listKind: PodMonitorList, plural: podmonitors, singular: podmonitor, categories: [prometheus-operator], shortNames: [pmon]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          apiVersion: {type: string}
-          kind: {type: string}
-          metadata: {type: object}
-          spec:
-            type: object
-            required: [selector]
-            properties:
-              attachMetadata: {type: object, x-kubernetes-preserve-unknown-fields: true}
-              bodySizeLimit: {type: string}
-              fallbackScrapeProtocol: {type: string}
-              jobLabel: {type: string}
-              keepDroppedTargets: {type: integer, format: int64}
-              labelLimit: {type: integer, format: int64}
-              labelNameLengthLimit: {type: integer, format: int64}
-              labelValueLengthLimit: {type: integer, format: int64}
-              namespaceSelector:
-                type: object
-                properties:
-                  any: {type: boolean}
-                  matchNames: {type: array, items: {type: string}}
-              podMetricsEndpoints:
-                type: array
-                items:
-                  type: object
-                  properties:
-                    authorization: {type: object, x-kubernetes-preserve-unknown-fields: true}
-                    basicAuth: {type: object, x-kubernetes-preserve-unknown-fields: true}
-                    bearerTokenSecret: {type: object, x-kubernetes-preserve-unknown-fields: true}
-                    enableHttp2: {type: boolean}
-                    filterRunning: {type: boolean}
-                    followRedirects: {type: boolean}
-                    honorLabels: {type: boolean}
-                    honorTimestamps: {type: boolean}
-                    interval: {type: string}
-                    metricRelabelings: {type: array, items: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-                    noProxy: {type: string}
-                    oauth2: {type: object, x-kubernetes-preserve-unknown-fields: true}
-                    params: {type: object, additionalProperties: {type: array, items: {type: string}}}
-                    path: {type: string}
-                    port: {type: string}
-                    portNumber: {type: integer, format: int32}
-                    proxyUrl: {type: string}
-                    relabelings: {type: array, items: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-                    scheme: {type: string, enum: [http, https]}
-                    scrapeTimeout: {type: string}
-                    targetPort: {x-kubernetes-int-or-string: true}
-                    tlsConfig: {type: object, x-kubernetes-preserve-unknown-fields: true}
-                    trackTimestampsStaleness: {type: boolean}
-              podTargetLabels: {type: array, items: {type: string}}
-              sampleLimit: {type: integer, format: int64}
-              scrapeClass: {type: string}
-              scrapeProtocols: {type: array, items: {type: string}}
-              selector:
-                type: object
-                x-kubernetes-map-type: atomic
-                properties:
-                  matchExpressions: {type: array, items: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-                  matchLabels: {type: object, additionalProperties: {type: string}}
-              targetLimit: {type: integer, format: int64}
-"#;
-
-/// Applies [`PODMONITOR_CRD`] with the control plane's kubectl from a file written here, and
-/// waits until the API server serves the kind.
-async fn install_podmonitor_crd(control_plane: &ControlPlane, client: &kube::Client) -> Result<()> {
-    let file = control_plane.dir().join("podmonitor-crd.yaml");
-    std::fs::write(&file, PODMONITOR_CRD).context("writing the PodMonitor CRD")?;
-    let out = tokio::process::Command::new(control_plane.kubectl_path())
-        .arg("--kubeconfig")
-        .arg(control_plane.admin_kubeconfig())
-        .args(["apply", "--server-side", "-f"])
-        .arg(&file)
-        .output()
-        .await
-        .context("running kubectl apply")?;
-    ensure!(out.status.success(), "kubectl apply of the PodMonitor CRD: {}", String::from_utf8_lossy(&out.stderr));
-    let gvk = GroupVersionKind::gvk("monitoring.coreos.com", "v1", "PodMonitor");
-    test_harness::wait_until(test_harness::DEFAULT_TIMEOUT, "the API server serves PodMonitor", async || {
-        discovery::pinned_kind(client, &gvk).await.is_ok()
-    })
-    .await?;
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_rendered_manifest_passes_server_side_dry_run() -> Result<()> {
     let control_plane = ControlPlane::shared().await?;
     let client = control_plane.admin_client().await?;
-    install_podmonitor_crd(control_plane, &client).await?;
+    crate::deploy_crds::install_monitoring_crds(control_plane, &client).await?;
     let variants = tokio::task::spawn_blocking(rendered).await??;
-    ensure!(variants.len() >= 11, "expected 9 variants and 2 static manifests, got {}", variants.len());
+    ensure!(variants.len() >= 21, "expected 19 variants and 2 static manifests, got {}", variants.len());
     let apply = PatchParams::apply("hcloud-ccm-deploy-test").force().dry_run();
     let (mut accepted, mut unserved, mut rejected) = (0, Vec::new(), Vec::new());
     for (variant, objects) in &variants {
@@ -298,10 +201,12 @@ async fn every_rendered_manifest_passes_server_side_dry_run() -> Result<()> {
     ensure!(rejected.is_empty(), "rejected by the API server:\n{}", rejected.join("\n"));
     ensure!(unserved.is_empty(), "kinds not served by the API server: {unserved:#?}");
     ensure!(
-        variants.iter().flat_map(|(_, objects)| objects).any(|(_, o)| o["kind"] == "PodMonitor"),
-        "no variant rendered the PodMonitor"
+        ["PodMonitor", "ServiceMonitor", "PrometheusRule"]
+            .iter()
+            .all(|kind| variants.iter().flat_map(|(_, objects)| objects).any(|(_, o)| o["kind"] == *kind)),
+        "no variant rendered one of the monitoring kinds"
     );
-    ensure!(accepted >= 40, "only {accepted} objects were dry-run");
+    ensure!(accepted >= 100, "only {accepted} objects were dry-run");
     Ok(())
 }
 
@@ -358,7 +263,10 @@ async fn shipped_rbac_is_what_the_control_plane_grants() -> Result<()> {
 }
 
 /// The container's env of a variant's workload: name -> entry.
-fn workload_env<'a>(variants: &'a [Variant], variant: &str) -> Result<std::collections::BTreeMap<&'a str, &'a Value>> {
+pub(crate) fn workload_env<'a>(
+    variants: &'a [Variant],
+    variant: &str,
+) -> Result<std::collections::BTreeMap<&'a str, &'a Value>> {
     let (_, objects) = variants.iter().find(|(v, _)| v == variant).with_context(|| format!("variant {variant}"))?;
     let workload = objects
         .iter()

@@ -63,6 +63,13 @@ pub struct ManagerArgs {
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = go_bool)]
     pub leader_elect: bool,
 
+    /// Dry run: run every controller against the cluster and the cloud and write nothing to
+    /// either. Writes to the API server go out with dryRun=All (checked, not stored), the
+    /// provider sends no write, there is no leader election (no Lease); each write it would
+    /// make is logged ("dry run: write not made") and counted in dry_run_planned_writes_total.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = go_bool)]
+    pub dry_run: bool,
+
     /// How long a standby waits after it last saw the leader renew before taking over.
     #[arg(long, default_value = "15s", value_parser = go_duration)]
     pub leader_elect_lease_duration: Duration,
@@ -274,7 +281,14 @@ impl ManagerArgs {
             errors.push(e);
             ControllerSet::all()
         });
-        let leader_election = self.leader_election(&mut errors);
+        let mut leader_election = self.leader_election(&mut errors);
+        if self.dry_run && leader_election.take().is_some() {
+            warnings.push(
+                "--dry-run: leader election is off (--leader-elect is ignored): a dry run takes no Lease and runs \
+                 beside the CCM in charge"
+                    .to_owned(),
+            );
+        }
         if !(self.kube_api_qps > 0.0 && self.kube_api_qps.is_finite()) {
             errors.push(format!("--kube-api-qps: must be a positive number, got {}", self.kube_api_qps));
         }
@@ -368,6 +382,7 @@ impl ManagerArgs {
                 burst: self.kube_api_burst,
             },
             leader_election,
+            dry_run: self.dry_run,
             serving: SecureServingOptions {
                 bind_address,
                 port: self.secure_port,

@@ -181,6 +181,24 @@ fn leader_election_options_follow_the_flags() {
     assert_eq!((le.name.as_str(), le.namespace.as_str()), ("my-ccm", "infra"));
 }
 
+/// `--dry-run` takes no Lease: leader election is off whatever `--leader-elect` says, with a
+/// warning when it was on; without the flag nothing changes.
+#[test]
+fn a_dry_run_elects_no_leader() {
+    let o = valid(&[]);
+    assert!(!o.dry_run);
+    assert!(o.leader_election.is_some());
+    let o = valid(&["--dry-run"]);
+    assert!(o.dry_run);
+    assert!(o.leader_election.is_none(), "a dry run takes no Lease");
+    assert_eq!(o.warnings.len(), 1, "{:?}", o.warnings);
+    assert!(o.warnings[0].starts_with("--dry-run: leader election is off"), "{:?}", o.warnings);
+    let o = valid(&["--dry-run=true", "--leader-elect=false"]);
+    assert!(o.dry_run && o.leader_election.is_none());
+    assert!(o.warnings.is_empty(), "nothing to warn about: {:?}", o.warnings);
+    assert!(!valid(&["--dry-run=false"]).dry_run);
+}
+
 #[test]
 fn leader_election_timing_rules_name_the_flags() {
     let errs = parse(&[

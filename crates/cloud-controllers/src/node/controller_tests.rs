@@ -80,3 +80,59 @@ async fn an_address_refresh_that_panics_is_counted_and_retried_with_backoff() {
     }
     running.await.expect("the controller stops without a panic");
 }
+
+/// `cloud_node_controller_uninitialized_nodes` follows the informer: Nodes added with the
+/// uninitialized taint count, losing the taint or being deleted uncounts them, initialized
+/// Nodes never count. (Only the informer runs: the count is the handler's, not a reconcile's.)
+#[tokio::test]
+async fn the_uninitialized_nodes_gauge_follows_adds_updates_and_deletes() {
+    let cp = ControlPlane::shared().await.expect("control plane");
+    let client = cp.admin_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let group = unique_name("uninit-gauge");
+    let names: Vec<String> = (0..3).map(|i| format!("{group}-{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let mut b = NodeBuilder::new(name).label("uninit-test", &group);
+        if i == 2 {
+            b = b.without_uninitialized_taint();
+        }
+        b.register(&client).await.expect("node registers");
+    }
+    let token = CancellationToken::new();
+    let mut informer = Informer::new(nodes.clone(), watcher::Config::default().labels(&format!("uninit-test={group}")));
+    let io = ControllerIo {
+        client: client.clone(),
+        field_manager: "uninit-test".to_owned(),
+        metrics: RuntimeMetrics::default(),
+    };
+    let controller = CloudNodeController::new(
+        FakeCloud::from(Fake::default()).into(),
+        &mut informer,
+        io,
+        NodeControllerConfig::default(),
+        token.clone(),
+    );
+    let gauge = controller.metrics();
+    tokio::spawn(informer.run(token.clone()));
+    let wait = |want: i64, what: &'static str| {
+        let gauge = gauge.clone();
+        async move {
+            test_harness::wait_until(WAIT, what, async || gauge.uninitialized() == want)
+                .await
+                .unwrap_or_else(|e| panic!("{e}: the gauge is {}", gauge.uninitialized()));
+        }
+    };
+    wait(2, "two Nodes wait for initialization").await;
+    let untaint = serde_json::json!({"spec": {"taints": null}});
+    nodes
+        .patch(&names[0], &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&untaint))
+        .await
+        .expect("patch");
+    wait(1, "one left after the other lost its taint").await;
+    nodes.delete(&names[1], &DeleteParams::default()).await.expect("delete");
+    wait(0, "none left after the other was deleted").await;
+    token.cancel();
+    for name in [&names[0], &names[2]] {
+        let _ = nodes.delete(name, &DeleteParams::default()).await;
+    }
+}

@@ -18,6 +18,7 @@
 #[cfg(test)]
 mod controller_tests;
 pub mod metadata;
+pub mod metrics;
 pub mod plan;
 #[cfg(test)]
 mod tests;
@@ -211,6 +212,7 @@ pub struct CloudNodeController<C: Cloud> {
     synced: Synced,
     io: ControllerIo,
     config: NodeControllerConfig,
+    metrics: metrics::NodeMetrics,
 }
 
 /// How often the node controller announces a burst of uninitialized nodes to the provider.
@@ -241,10 +243,14 @@ impl<C: Cloud> CloudNodeController<C> {
         let queue =
             WorkQueue::new(CONTROLLER_NAME, ExponentialBackoff::CONTROLLER_DEFAULT, shutdown).with_metrics(&io.metrics);
         let q = queue.clone();
-        informer.on_change(CONTROLLER_NAME, move |change| {
-            if let Change::Applied { new, .. } = change {
+        let node_metrics = metrics::NodeMetrics::default();
+        let counted = node_metrics.clone();
+        informer.on_change(CONTROLLER_NAME, move |change| match change {
+            Change::Applied { old, new } => {
+                counted.changed(old.is_some_and(|o| is_uninitialized(o)), is_uninitialized(new));
                 q.add(key_of(new.as_ref()));
             }
+            Change::Deleted(gone) => counted.changed(is_uninitialized(gone), false),
         });
         let reconciler = Arc::new(NodeReconciler {
             last_burst_prefetch: Default::default(),
@@ -254,7 +260,12 @@ impl<C: Cloud> CloudNodeController<C> {
             store: informer.store(),
             events: io.events(CONTROLLER_NAME),
         });
-        CloudNodeController { reconciler, queue, synced: informer.synced(), io, config }
+        CloudNodeController { reconciler, queue, synced: informer.synced(), io, config, metrics: node_metrics }
+    }
+
+    /// The controller's metrics, to register where they are served.
+    pub fn metrics(&self) -> metrics::NodeMetrics {
+        self.metrics.clone()
     }
 
     /// Runs the workers and the periodic address refresh until the shutdown token fires,

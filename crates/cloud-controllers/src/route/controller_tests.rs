@@ -124,3 +124,45 @@ async fn failed_creations_are_retried_with_backoff_in_watch_mode_without_node_ev
     }
     assert_eq!(metrics.count(SyncOutcome::Error, SyncTrigger::NodeChange), 0);
 }
+
+/// A condition write that meets a `resourceVersion` conflict is re-planned from a GET of the
+/// Node, with the CCM's identity: neither the shipped ClusterRole nor the official one grants
+/// `get` on `nodes/status` (the re-read was one, and was refused).
+#[tokio::test]
+async fn a_conflicting_condition_write_rereads_the_node_as_the_ccm_may() {
+    let cp = ControlPlane::shared().await.expect("control plane");
+    let admin = cp.admin_client().await.expect("client");
+    let ccm = cp.ccm_client().await.expect("client");
+    let nodes: Api<Node> = Api::all(admin.clone());
+    let name = unique_name("route-cond");
+    NodeBuilder::new(name.clone())
+        .label("route-test", name.clone())
+        .without_uninitialized_taint()
+        .pod_cidrs(["10.121.7.0/24"])
+        .register(&admin)
+        .await
+        .expect("node registers");
+    let stale = nodes.get(&name).await.expect("node");
+    // Someone else's write after that read: the copy's resourceVersion is stale.
+    let label = serde_json::json!({"metadata": {"labels": {"example.com/touched": "yes"}}});
+    nodes.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&label)).await.expect("patch");
+
+    let token = CancellationToken::new();
+    let selector = format!("route-test={name}");
+    let mut informer = Informer::new(Api::<Node>::all(ccm.clone()), watcher::Config::default().labels(&selector));
+    let io = ControllerIo { client: ccm, field_manager: "route-test".to_owned(), metrics: RuntimeMetrics::default() };
+    let config = RouteControllerConfig {
+        cluster_name: "test-cluster".to_owned(),
+        cluster_cidrs: vec![parse_cidr_sloppy("10.121.0.0/16").expect("cidr")],
+        node_local_ipv6: false,
+        mode: ReconcileMode::Watch { resync: Duration::from_secs(3600) },
+        min_interval: Duration::from_millis(200),
+    };
+    let controller = RouteController::new(Arc::new(FakeRoutes::default()), &mut informer, io, config, token.clone());
+    controller.reconciler.write_condition(&stale, true).await.expect("re-planned from a fresh read after the conflict");
+    let node = nodes.get(&name).await.expect("node");
+    assert_eq!(network_unavailable(&node), Some(("False".to_owned(), "RouteCreated".to_owned())));
+    assert_eq!(node.metadata.labels.unwrap_or_default().get("example.com/touched").map(String::as_str), Some("yes"));
+    token.cancel();
+    nodes.delete(&name, &DeleteParams::default()).await.expect("delete");
+}

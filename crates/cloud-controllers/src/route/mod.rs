@@ -314,14 +314,16 @@ impl<R: Routes> RouteReconciler<R> {
     }
 
     /// Writes the node's `NetworkUnavailable` condition if it changes, re-planned from a
-    /// fresh read after a conflict (upstream: `RetryOnConflict`, 5 steps, 100 ms).
+    /// fresh read after a conflict (upstream: `RetryOnConflict`, 5 steps, 100 ms). The read is a
+    /// GET of the Node (its status included), as upstream's: neither the shipped ClusterRole nor
+    /// the official one grants `get` on `nodes/status`.
     async fn write_condition(&self, node: &Node, routes_created: bool) -> Result<(), kube::Error> {
         let name = node.name_any();
         let now = Time(Timestamp::now());
         let result = patch_replanned(
             ConflictRetry::NODE_HELPERS,
             node,
-            || self.api.get_status(&name),
+            || self.api.get(&name),
             |current: &Node| condition_patch(current, routes_created, &now),
             |patch| {
                 info!(node = %name, routes_created, "updating NetworkUnavailable condition");

@@ -415,6 +415,11 @@ impl TestController {
 
     /// The number of PATCH requests to Services recorded since the last call, then clears the
     /// log (upstream `client.Actions()` filtered by `Matches("patch", "services")`).
+    /// The paths of the requests with `method` sent so far (kept in the log).
+    pub(crate) fn requests_of(&self, method: &str) -> Vec<String> {
+        self.requests.lock().expect("lock").iter().filter(|(m, _)| m == method).map(|(_, p)| p.clone()).collect()
+    }
+
     pub(crate) fn take_service_patches(&self) -> usize {
         let mut log = self.requests.lock().expect("lock");
         let n = log.iter().filter(|(m, p)| m == "PATCH" && p.contains("/services/")).count();

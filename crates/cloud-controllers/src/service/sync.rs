@@ -13,7 +13,7 @@ use controller_runtime::{
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::Value;
 use tracing::{debug, info, warn};
@@ -28,6 +28,18 @@ use super::nodes::{
 use super::plan::{
     Operation, StatusEcho, add_finalizer_patch, operation, remove_finalizer_patch, status_patch, to_kube_status,
 };
+
+/// The Service `name` as the API server has it now, read with a `list` by name (a quorum read,
+/// as a GET is): the CCM needs only `list` and `watch` on Services, all the official ClusterRole
+/// grants, so it runs under that role unchanged. No Service of that name is a 404, as a GET's.
+async fn read_service(api: &Api<Service>, name: &str) -> Result<Service, kube::Error> {
+    let params = ListParams::default().fields(&format!("metadata.name={name}"));
+    api.list(&params).await?.items.into_iter().find(|s| s.metadata.name.as_deref() == Some(name)).ok_or_else(|| {
+        kube::Error::Api(
+            kube::core::Status::failure(&format!("services \"{name}\" not found"), "NotFound").with_code(404).boxed(),
+        )
+    })
+}
 
 /// Why syncing a Service failed. The messages are upstream's.
 #[derive(Debug, thiserror::Error)]
@@ -363,7 +375,7 @@ impl<L: LoadBalancer> ServiceSyncer<L> {
         patch_replanned(
             ConflictRetry::NODE_HELPERS,
             service,
-            || api.get(&name),
+            || read_service(&api, &name),
             // A Service replaced by a new one (another UID) has nothing of ours to change.
             |current: &Service| (current.metadata.uid == service.metadata.uid).then(|| plan(current)).flatten(),
             |patch| {

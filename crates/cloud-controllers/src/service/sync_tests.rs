@@ -470,6 +470,13 @@ async fn test_patch_service() {
     .expect("separate update");
     c.take_service_patches();
     c.syncer.add_finalizer(&origin).await.expect("patch based on the original");
+    // The re-read after the conflict is a list by name: the CCM identity has no `get` on
+    // Services (the official ClusterRole grants only list and watch).
+    assert_eq!(
+        c.requests_of("GET"),
+        vec![format!("/api/v1/namespaces/{ns}/services")],
+        "one re-read, through the collection"
+    );
     let status = to_kube_status(&cloud_provider::LoadBalancerStatus {
         ingress: vec![cloud_provider::LoadBalancerIngress {
             ip: Some("8.8.8.8".into()),

@@ -14,14 +14,13 @@
 //! upstream, content it cannot decode is refused and the settings in use stay.
 
 use std::collections::BTreeMap;
-use std::sync::Weak;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
 
 use super::client_cert::{CaBundle, ClientCertSettings, RequestHeaderSettings};
-use super::{DelegatingAuth, Inner};
 use crate::error::ServeError;
 
 /// Namespace of the ConfigMap the API server publishes its authentication settings in.
@@ -187,10 +186,14 @@ pub(crate) fn backoff(retry: Duration, refresh: Duration, failures: u32) -> Dura
 }
 
 /// Reads the ConfigMap again every `lookup.refresh` (after a failure after `lookup.retry`,
-/// doubling up to `lookup.refresh`) for as long as the [`DelegatingAuth`] lives, and uses
-/// what it finds. A failure keeps the settings in use; it is logged as a warning at most every
+/// doubling up to `lookup.refresh`) with `look_up_once`, which reads it and uses what it finds,
+/// until it returns `None` (the authenticator it serves is gone). A failure keeps the settings in use; it is logged as a warning at most every
 /// [`REPEAT_WARNING`] (`failing`: the first read failed and was reported by the caller).
-pub(super) fn keep_looking(inner: Weak<Inner>, lookup: ClusterLookup, failing: bool) {
+pub(super) fn keep_looking<F, Fut>(look_up_once: F, lookup: ClusterLookup, failing: bool)
+where
+    F: Fn() -> Option<Fut> + Send + 'static,
+    Fut: Future<Output = Result<(), LookupError>> + Send,
+{
     // A zero interval would spin.
     let refresh = lookup.refresh.max(MIN_INTERVAL);
     let retry = lookup.retry.max(MIN_INTERVAL);
@@ -200,8 +203,8 @@ pub(super) fn keep_looking(inner: Weak<Inner>, lookup: ClusterLookup, failing: b
         loop {
             let delay = if failures == 0 { refresh } else { backoff(retry, refresh, failures) };
             tokio::time::sleep(delay).await;
-            let Some(inner) = inner.upgrade() else { return };
-            let result = DelegatingAuth { inner }.look_up_once(&lookup).await;
+            let Some(looking) = look_up_once() else { return };
+            let result = looking.await;
             let configmap = lookup.describe();
             match result {
                 Ok(()) if failures > 0 => {
@@ -289,156 +292,5 @@ pub(super) fn log_changes(old: &ClientCertSettings, new: &ClientCertSettings) {
 }
 
 #[cfg(test)]
-mod tests {
-    use sync_lock::UnpoisonRw as _;
-
-    use super::super::{AuthSettings, Client};
-    use super::*;
-
-    fn ca_pem(name: &str) -> String {
-        let mut params = rcgen::CertificateParams::default();
-        params.distinguished_name.push(rcgen::DnType::CommonName, name);
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let key = rcgen::KeyPair::generate().unwrap();
-        params.self_signed(&key).unwrap().pem()
-    }
-
-    /// A client for an address where nothing listens: these tests never send a request.
-    fn unused_client() -> Client {
-        Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap()
-    }
-
-    fn applied(auth: &DelegatingAuth) -> (u64, ClientCertSettings) {
-        let current = auth.inner.client_certs.read_unpoisoned();
-        (current.generation, current.settings.clone())
-    }
-
-    #[tokio::test]
-    async fn looked_up_settings_replace_the_ones_in_use_as_a_whole_and_refused_content_keeps_them() {
-        let auth = DelegatingAuth::with_settings(unused_client(), unused_client(), AuthSettings::default()).unwrap();
-        let lookup = ClusterLookup::default();
-        let (ca, proxy_ca) = (ca_pem("client-ca"), ca_pem("proxy-ca"));
-        let data = |names: &str| -> BTreeMap<String, String> {
-            [
-                ("client-ca-file", ca.as_str()),
-                ("requestheader-client-ca-file", proxy_ca.as_str()),
-                ("requestheader-allowed-names", names),
-                ("requestheader-username-headers", "[\"X-Remote-User\"]"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
-        };
-        assert_eq!(applied(&auth).0, 0);
-        assert!(auth.tls_client_verifier().1.is_none(), "no client certificates asked for yet");
-
-        auth.use_configmap(&data("[\"front-proxy\"]"), &lookup).unwrap();
-        let (generation, good) = applied(&auth);
-        assert_eq!(generation, 1);
-        assert_eq!(
-            good.request_header.as_ref().map(|rh| rh.allowed_names.clone()),
-            Some(vec!["front-proxy".to_owned()])
-        );
-        assert!(good.client_ca.is_some());
-        assert!(auth.tls_client_verifier().1.is_some(), "client certificates asked for");
-        // The same content again changes nothing.
-        auth.use_configmap(&data("[\"front-proxy\"]"), &lookup).unwrap();
-        assert_eq!(applied(&auth).0, 1);
-
-        // Unreadable names, or a CA bundle without a certificate: refused, nothing changes.
-        let error = auth.use_configmap(&data("front-proxy"), &lookup).unwrap_err();
-        assert!(error.to_string().contains("key requestheader-allowed-names"), "{error}");
-        let mut no_certificate = data("[\"other\"]");
-        no_certificate.insert("client-ca-file".to_owned(), "not PEM".to_owned());
-        let error = auth.use_configmap(&no_certificate, &lookup).unwrap_err();
-        assert!(error.to_string().contains("key client-ca-file"), "{error}");
-        assert_eq!(applied(&auth), (1, good));
-
-        // Keys removed from a readable ConfigMap are removed from the settings in use.
-        auth.use_configmap(&BTreeMap::new(), &lookup).unwrap();
-        assert_eq!(applied(&auth), (2, ClientCertSettings::default()));
-        assert!(auth.tls_client_verifier().1.is_none());
-    }
-
-    #[tokio::test]
-    async fn settings_the_flags_give_are_never_looked_up() {
-        let given = ClientCertSettings {
-            client_ca: Some(CaBundle::Pem { origin: "flag".to_owned(), pem: ca_pem("flag-ca") }),
-            request_header: None,
-        };
-        let settings = AuthSettings { client_certificates: given.clone(), ..AuthSettings::default() };
-        let auth = DelegatingAuth::with_settings(unused_client(), unused_client(), settings).unwrap();
-        let other: BTreeMap<String, String> =
-            [("client-ca-file".to_owned(), ca_pem("cluster-ca"))].into_iter().collect();
-        auth.use_configmap(&other, &ClusterLookup::default()).unwrap();
-        assert_eq!(applied(&auth), (0, given));
-    }
-
-    fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
-    }
-
-    #[test]
-    fn the_settings_asked_for_come_from_the_configmap() {
-        let data = data(&[
-            ("client-ca-file", "CA"),
-            ("requestheader-client-ca-file", "PROXY-CA"),
-            ("requestheader-allowed-names", "[\"front-proxy-client\"]"),
-            ("requestheader-username-headers", "[\"X-Remote-User\"]"),
-            ("requestheader-group-headers", "[\"X-Remote-Group\"]"),
-            ("requestheader-extra-headers-prefix", "[\"X-Remote-Extra-\"]"),
-        ]);
-        let lookup = ClusterLookup::default();
-        let settings = settings_from(&data, &lookup, true, true).unwrap_or_default();
-        assert!(matches!(&settings.client_ca, Some(CaBundle::Pem { pem, .. }) if pem == "CA"));
-        let rh = settings.request_header.clone().unwrap_or_else(|| panic!("request header settings"));
-        assert!(matches!(&rh.ca, CaBundle::Pem { pem, origin } if pem == "PROXY-CA"
-            && origin == "(configmap kube-system/extension-apiserver-authentication, key requestheader-client-ca-file)"));
-        assert_eq!(rh.allowed_names, vec!["front-proxy-client".to_owned()]);
-        assert_eq!(rh.username_headers, vec!["X-Remote-User".to_owned()]);
-        assert!(rh.uid_headers.is_empty());
-        // What the flags gave is not looked up.
-        assert_eq!(settings_from(&data, &lookup, false, false).ok(), Some(ClientCertSettings::default()));
-    }
-
-    #[test]
-    fn lists_are_json_arrays_and_anything_else_refuses_the_content() {
-        let lookup = ClusterLookup::default();
-        let with =
-            |names: &str| data(&[("requestheader-client-ca-file", "PROXY-CA"), ("requestheader-allowed-names", names)]);
-        let names = |names: &str| {
-            settings_from(&with(names), &lookup, false, true).map(|s| s.request_header.map(|rh| rh.allowed_names))
-        };
-        // Empty and `null` are no names (upstream: any name the CA signed), as Go decodes them.
-        assert_eq!(names("").ok(), Some(Some(Vec::new())));
-        assert_eq!(names("null").ok(), Some(Some(Vec::new())));
-        assert_eq!(names("[\"a\", \"b\"]").ok(), Some(Some(vec!["a".to_owned(), "b".to_owned()])));
-        for bad in ["front-proxy-client", "\"front-proxy-client\"", "[1]", "{}", " ", "[\"a\""] {
-            let error = names(bad).err().map(|e| e.to_string()).unwrap_or_default();
-            assert!(
-                error.starts_with(
-                    "configmap kube-system/extension-apiserver-authentication, key requestheader-allowed-names: "
-                ) && error.contains("is not a JSON array of strings"),
-                "{bad:?}: {error}"
-            );
-        }
-        // Every list counts, also without a CA (as upstream).
-        let uid = data(&[("requestheader-uid-headers", "X-Remote-Uid")]);
-        assert!(
-            matches!(settings_from(&uid, &lookup, false, true), Err(LookupError::Content { key, .. }) if key == "requestheader-uid-headers")
-        );
-        // A list the flags give is not read.
-        assert!(settings_from(&with("nonsense"), &lookup, true, false).is_ok());
-        // No CA: no front-proxy settings.
-        let no_ca = data(&[("requestheader-allowed-names", "[\"a\"]")]);
-        assert_eq!(settings_from(&no_ca, &lookup, true, true).ok(), Some(ClientCertSettings::default()));
-    }
-
-    #[test]
-    fn failed_reads_are_retried_sooner_doubling_up_to_the_refresh_interval() {
-        let (retry, refresh) = (Duration::from_secs(5), Duration::from_secs(60));
-        let delays: Vec<u64> = (1..=6).map(|n| backoff(retry, refresh, n).as_secs()).collect();
-        assert_eq!(delays, vec![5, 10, 20, 40, 60, 60]);
-        assert_eq!(backoff(retry, refresh, u32::MAX), refresh);
-    }
-}
+#[path = "lookup_tests.rs"]
+mod tests;

@@ -249,7 +249,14 @@ impl DelegatingAuth {
             return Ok(());
         }
         let first = self.look_up_once(&lookup).await;
-        lookup::keep_looking(Arc::downgrade(&self.inner), lookup, first.is_err());
+        let inner = Arc::downgrade(&self.inner);
+        let again = lookup.clone();
+        let look_up_once = move || {
+            let auth = DelegatingAuth { inner: inner.upgrade()? };
+            let lookup = again.clone();
+            Some(async move { auth.look_up_once(&lookup).await })
+        };
+        lookup::keep_looking(look_up_once, lookup, first.is_err());
         first
     }
 

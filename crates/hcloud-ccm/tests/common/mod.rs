@@ -3,7 +3,8 @@
 //!
 //! Each test takes a control plane of the binary's pool for itself (`Env::start` takes a
 //! turn, `ControlPlane::exclusive`) because every CCM watches every Node of its cluster; up to
-//! the pool's size of them run at once, and each starts from a cluster without Nodes.
+//! the pool's size of them run at once, and each starts from a cluster without Nodes,
+//! LoadBalancer Services or Events of earlier turns.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
@@ -13,8 +14,8 @@ use std::time::Duration;
 
 use hcloud_fake::{FakeConfig, FakeServer};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, ListParams};
-use test_harness::{ChildProcess, ControlPlane, Turn, wait_until};
+use kube::api::Api;
+use test_harness::{ChildProcess, ControlPlane, Turn};
 
 /// A token the fake accepts (64 characters, like real tokens).
 pub const TOKEN: &str = "e2etoken00000000000000000000000000000000000000000000000000000000";
@@ -32,22 +33,14 @@ pub struct Env {
 }
 
 impl Env {
-    /// Takes a turn on a control plane of the pool, removes all Nodes, starts a fake with
-    /// `config`.
+    /// Takes a turn on a control plane of the pool, removes what earlier turns left (Nodes,
+    /// LoadBalancer Services, Events), starts a fake with `config`.
     pub async fn start(config: FakeConfig) -> Env {
         let turn = ControlPlane::exclusive().await.expect("control plane starts");
         let cp = turn.control_plane();
         let client = cp.admin_client().await.expect("admin client");
+        crate::oracle::clean::remove_earlier_turns(&client).await;
         let nodes: Api<Node> = Api::all(client.clone());
-        for n in nodes.list(&ListParams::default()).await.expect("list nodes").items {
-            let name = n.metadata.name.unwrap_or_default();
-            let _ = nodes.delete(&name, &DeleteParams::default()).await;
-        }
-        wait_until(Duration::from_secs(30), "all nodes from earlier tests are gone", async || {
-            nodes.list(&ListParams::default()).await.map(|l| l.items.is_empty()).unwrap_or(false)
-        })
-        .await
-        .expect("clean cluster");
         let fake = FakeServer::start(config).await.expect("fake starts");
         Env { cp, client, nodes, fake, _turn: turn }
     }

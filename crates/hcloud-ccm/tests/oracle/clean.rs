@@ -1,10 +1,13 @@
-//! Cleaning a shared control plane between runs of the two CCMs: every Node and every
-//! LoadBalancer Service of an earlier run goes (finalizers stripped: their CCM is gone).
-//! Used by the differential suite's `World` and by the benchmarks.
+//! Cleaning a control plane between runs: every Node and every LoadBalancer Service of an
+//! earlier run goes (finalizers stripped: their CCM is gone), and with
+//! [`remove_earlier_turns`] every Event too. Used by the differential suite's `World`, the
+//! end-to-end tests' `Env` (both take turns on the test binary's pool of control planes) and
+//! the benchmarks.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::{Event, Node, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use test_harness::wait_until;
 
@@ -37,4 +40,29 @@ pub async fn remove_nodes_and_load_balancer_services(client: &kube::Client) {
 
 fn is_load_balancer(svc: &Service) -> bool {
     svc.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
+}
+
+/// [`remove_nodes_and_load_balancer_services`], and every Event of an earlier turn deleted:
+/// tests that look for a Node's or a Service's Warnings would otherwise find those of an earlier
+/// test's object of the same name on this control plane.
+pub async fn remove_earlier_turns(client: &kube::Client) {
+    remove_nodes_and_load_balancer_services(client).await;
+    let all: Api<Event> = Api::all(client.clone());
+    let namespaces: BTreeSet<String> = all
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.metadata.namespace)
+        .collect();
+    for ns in &namespaces {
+        let events: Api<Event> = Api::namespaced(client.clone(), ns);
+        events.delete_collection(&DeleteParams::default(), &ListParams::default()).await.expect("delete events");
+    }
+    wait_until(Duration::from_secs(30), "Events of earlier turns are gone", async || {
+        all.list_metadata(&ListParams::default()).await.is_ok_and(|l| l.items.is_empty())
+    })
+    .await
+    .expect("no events left");
 }

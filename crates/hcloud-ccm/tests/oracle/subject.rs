@@ -58,11 +58,14 @@ pub struct Config {
     /// `true` (the default): `--node-monitor-period=2s` (lifecycle scenarios settle quickly)
     /// and `--v=2`; `false`: upstream's defaults for both, as the chart runs them (benchmarks).
     pub test_timings: bool,
+    /// hcloud-ccm's kubeconfig instead of the control plane's CCM identity (e.g. an audited
+    /// ServiceAccount's); the official CCM always reads as an admin.
+    pub kubeconfig: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { env: Vec::new(), args: Vec::new(), lease: None, test_timings: true }
+        Config { env: Vec::new(), args: Vec::new(), lease: None, test_timings: true, kubeconfig: None }
     }
 }
 
@@ -82,6 +85,12 @@ impl Config {
     /// With upstream's node monitor period (5 s) and log verbosity, as the chart runs them.
     pub fn chart_timings(mut self) -> Self {
         self.test_timings = false;
+        self
+    }
+
+    /// hcloud-ccm with the kubeconfig at `path`.
+    pub fn kubeconfig(mut self, path: &Path) -> Self {
+        self.kubeconfig = Some(path.to_owned());
         self
     }
 
@@ -117,7 +126,7 @@ fn free_port() -> u16 {
 pub fn spawn(subject: Subject, cp: &ControlPlane, endpoint: &str, config: &Config, name: &str) -> ChildProcess {
     let kubeconfig = match subject {
         Subject::Official => cp.admin_kubeconfig(),
-        Subject::Ours => cp.ccm_kubeconfig(),
+        Subject::Ours => config.kubeconfig.as_deref().unwrap_or(cp.ccm_kubeconfig()),
     };
     let mut args: Vec<String> = vec![
         "--cloud-provider=hcloud".into(),

@@ -41,15 +41,15 @@ pub struct World {
 }
 
 impl World {
-    /// Takes a turn on a control plane of the pool, removes every Node and LoadBalancer
-    /// Service (finalizers stripped: their CCM is gone) and the leader-election Leases of
-    /// earlier runs, creates a namespace, starts a fake (actions take 20 ms; no rate limit in
+    /// Takes a turn on a control plane of the pool, removes every Node, LoadBalancer
+    /// Service (finalizers stripped: their CCM is gone), Event and the leader-election Leases
+    /// of earlier runs, creates a namespace, starts a fake (actions take 20 ms; no rate limit in
     /// the way).
     pub async fn fresh() -> World {
         let turn = ControlPlane::exclusive().await.expect("control plane starts");
         let cp = turn.control_plane();
         let client = cp.admin_client().await.expect("admin client");
-        super::clean::remove_nodes_and_load_balancer_services(&client).await;
+        super::clean::remove_earlier_turns(&client).await;
         let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
         for l in leases.list(&ListParams::default()).await.expect("list leases").items {
             let name = l.metadata.name.unwrap_or_default();

@@ -41,4 +41,5 @@ pub(crate) use networks::NetworkFilter;
 pub(crate) use primary_ips::PrimaryIpFilter;
 pub(crate) use records::{HealthKey, TargetRecord};
 pub(crate) use servers::ServerFilter;
+pub use store::PROJECT_ID_STRIDE;
 pub(crate) use store::State;

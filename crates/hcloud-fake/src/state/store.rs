@@ -10,11 +10,14 @@ use crate::control::{ActionFailure, ResourceKind, ResourceRef, StateSnapshot};
 use crate::data_plane::board::SharedBoard;
 use crate::data_plane::config::DataPlaneConfig;
 use crate::error::ApiError;
-use crate::projects::PROJECT_ID_STRIDE;
 use crate::sort::{SortRequest, SortValue};
 use crate::wire::DeprecationInfo;
 
 /// First ids of each kind (distinct ranges catch id mix-ups).
+/// How far apart the id ranges of two projects are: ids are unique across projects, as on
+/// Hetzner, so another project's resource is never found under an id of one's own.
+pub const PROJECT_ID_STRIDE: u64 = 1_000_000_000;
+
 pub(crate) mod first_id {
     /// Servers.
     pub const SERVER: u64 = 10_000_001;

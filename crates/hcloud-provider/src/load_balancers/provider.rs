@@ -307,6 +307,7 @@ impl HcloudLoadBalancers {
             self.publish(ProviderEvent::warning(owner.clone(), reason, message));
         }
         let nodes = targets.iter().map(|t| (t.target, t.node.clone())).collect();
+        self.metrics.target_ports(&spec.service, &super::target_health::port_health_counts(&lb));
         self.health.synced(&spec.uid, &owner, &lb, spec.unhealthy_target_warning_after, nodes);
         Ok(Some(status(&lb, &spec.status)))
     }
@@ -531,6 +532,7 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         let uid = svc.metadata.uid.clone().unwrap_or_default();
         let service = service_name(svc);
         self.health.unwatch(&uid);
+        self.metrics.forget_target_ports(&service);
         self.delete(svc, &uid, &service).await.map_err(reason_in_message)
     }
 
@@ -550,7 +552,13 @@ mod deletion;
 #[path = "type_lookup.rs"]
 mod type_lookup;
 
-use type_lookup::Target;
+/// The Load Balancer a sync works on.
+pub(super) enum Target {
+    /// The one found, and the type it changes to, if any.
+    Existing { lb: Arc<LoadBalancer>, change: Option<LoadBalancerType> },
+    /// A new one, of this type.
+    New(LoadBalancerType),
+}
 
 #[cfg(test)]
 mod tests {

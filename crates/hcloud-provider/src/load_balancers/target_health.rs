@@ -75,6 +75,26 @@ fn health_of(lb: &LoadBalancer) -> Vec<(TargetRef, &TargetHealth)> {
     out
 }
 
+/// The health statuses `hcloud_ccm_load_balancer_target_ports` counts.
+pub const HEALTH_STATUSES: [&str; 3] = ["healthy", "unhealthy", "unknown"];
+
+/// How many target ports of `lb` are in each of [`HEALTH_STATUSES`] (a target checked on two
+/// ports counts twice).
+pub fn port_health_counts(lb: &LoadBalancer) -> [(&'static str, usize); 3] {
+    let mut counts = HEALTH_STATUSES.map(|s| (s, 0));
+    for (_, h) in health_of(lb) {
+        let index = match h.status {
+            HealthStatus::Healthy => 0,
+            HealthStatus::Unhealthy => 1,
+            _ => 2,
+        };
+        if let Some((_, n)) = counts.get_mut(index) {
+            *n += 1;
+        }
+    }
+    counts
+}
+
 impl HealthWatch {
     /// Records what `lb` reports at `now`; returns the target ports unhealthy for at least
     /// `after` that were not reported yet in their spell, sorted.

@@ -143,3 +143,14 @@ async fn a_pass_that_panics_is_not_running_any_more_and_the_next_sync_starts_one
     }
     assert!(h.request_count("GET /v1/load_balancers") > 0, "a new pass runs");
 }
+
+#[test]
+fn target_ports_are_counted_by_health_whatever_the_warning_setting() {
+    let mixed = lb(&[
+        ("1", &[(80, "unhealthy"), (443, "healthy")]),
+        ("2", &[(80, "healthy"), (443, "unknown")]),
+        ("203.0.113.9", &[(80, "unhealthy")]),
+    ]);
+    assert_eq!(port_health_counts(&mixed), [("healthy", 2), ("unhealthy", 2), ("unknown", 1)]);
+    assert_eq!(port_health_counts(&lb(&[])), [("healthy", 0), ("unhealthy", 0), ("unknown", 0)]);
+}

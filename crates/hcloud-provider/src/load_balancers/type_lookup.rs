@@ -4,21 +4,13 @@
 use std::sync::Arc;
 
 use cloud_provider::CloudError;
-use hcloud_api::models::{LoadBalancer, LoadBalancerType};
+use hcloud_api::models::LoadBalancer;
 use k8s_openapi::jiff::Timestamp;
 
-use super::{HcloudLoadBalancers, INVALID, catalog_error};
+use super::{HcloudLoadBalancers, INVALID, Target, catalog_error};
 use crate::load_balancers::catalog::CatalogError;
 use crate::load_balancers::spec::LbSpec;
 use crate::load_balancers::type_choice::{Warning, needs_type_list, type_for_existing, type_for_new};
-
-/// The Load Balancer a sync works on.
-pub(super) enum Target {
-    /// The one found, and the type it changes to, if any.
-    Existing { lb: Arc<LoadBalancer>, change: Option<LoadBalancerType> },
-    /// A new one, of this type.
-    New(LoadBalancerType),
-}
 
 impl HcloudLoadBalancers {
     /// The Load Balancer to sync, `existing` or a new one, with the type it changes to or is
