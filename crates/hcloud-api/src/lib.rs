@@ -69,8 +69,8 @@ pub use client::{
     Client, ClientBuilder, DEFAULT_DEADLINE, DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, LIST_ALL_PER_PAGE, RateLimit,
 };
 pub use endpoints::{
-    Actions, Certificates, Created, LoadBalancerTypes, LoadBalancers, Locations, Networks, ServerTypes, Servers,
-    selector_from_labels,
+    ActionList, Actions, Certificates, Created, LoadBalancerTypes, LoadBalancers, Locations, Networks, ServerTypes,
+    Servers, selector_from_labels,
 };
 pub use error::{ApiError, Error, ErrorCode, ErrorDetails, InvalidField};
 pub use fingerprint::token_fingerprint;

@@ -14,6 +14,12 @@
 //! 3. the peak RSS (VmHWM) and CPU seconds (utime+stime) of that CCM process at the end of the
 //!    idle window;
 //!
+//! with BENCH_ADDRESS_CHANGE=1 (both CCMs then run with `HCLOUD_INSTANCES_ADDRESS_FAMILY=dualstack`)
+//! also
+//! 3b. a changed address: one Node's server gets another IPv6 /64 (its IPv6 Primary IP
+//!    unassigned and another assigned: two actions in the fake, as in the API); the delay and
+//!    the Hetzner requests until the Node shows the new ExternalIP;
+//!
 //! and with BENCH_EXTRA_PHASES=1 also
 //! 4. lifecycle: ten Nodes turn NotReady (their servers still running): the requests of the
 //!    transition and then per hour;
@@ -29,7 +35,11 @@
 //! 1), BENCH_NODES (default 500), BENCH_IDLE_SECS (default 300), BENCH_EXTRA_PHASES (`1`: run
 //! phases 4 and 5), BENCH_WINDOW_SECS (the NotReady window, default 60), BENCH_CCM_ARGS
 //! (extra flags for both, e.g. "--kube-api-qps=100 --kube-api-burst=200"),
-//! BENCH_REQUEST_LOG_DIR (write each run's request log there).
+//! BENCH_REQUEST_LOG_DIR (write each run's request log there), BENCH_TIME_SCALE (k > 1: both
+//! CCMs refresh addresses every 300/k s, `--node-status-update-frequency`, and the idle
+//! figures are divided by k, so a window of W s stands for k·W s of the default 5-minute
+//! refresh; hcloud-ccm's safety resync, by wall time, is not sped up: see docs/benchmarks.md),
+//! BENCH_ADDRESS_CHANGE (`1`: phase 3b).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
@@ -38,7 +48,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use hcloud_fake::control::{RequestCounts, SeedNetwork, SeedServer};
+use hcloud_fake::control::{PublicIpv6Change, RequestCounts, SeedNetwork, SeedServer};
 use hcloud_fake::{FakeConfig, FakeServer};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
@@ -78,6 +88,9 @@ struct Bench {
     window: Duration,
     extra: Vec<String>,
     extra_phases: bool,
+    /// BENCH_TIME_SCALE: how much faster than every 5 minutes the address refresh runs.
+    time_scale: u64,
+    address_change: bool,
 }
 
 impl Bench {
@@ -104,15 +117,68 @@ impl Bench {
                 return started.elapsed();
             }
             assert!(ccm.is_running(), "{} exited:\n{}", ccm.name(), ccm.logs());
-            assert!(
-                started.elapsed() < Duration::from_secs(900),
-                "{}: only {done}/{} initialized:\n{}",
-                ccm.name(),
-                self.n,
-                ccm.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            // At the default --kube-api-qps=20 each Node costs about 3 writes: 5,000 take 750 s.
+            let limit = Duration::from_secs(900.max(self.n as u64 * 2 / 5));
+            assert!(started.elapsed() < limit, "{}: only {done}/{} initialized:\n{}", ccm.name(), self.n, ccm.logs());
+            // Listing thousands of Nodes four times a second would load the API server more
+            // than the CCM under test does: poll less often the more there are.
+            tokio::time::sleep(Duration::from_millis((self.n as u64 / 2).max(250))).await;
         }
+    }
+
+    /// Phase 3b: the server `id` of Node `name` gets another IPv6 /64; the delay and the
+    /// requests until the Node shows it.
+    async fn address_change(
+        &self,
+        subject: Subject,
+        table: &mut Table,
+        fake: &FakeServer,
+        id: u64,
+        name: &str,
+        ccm: &ChildProcess,
+    ) {
+        let h = fake.handle();
+        h.reset_requests();
+        let t = Instant::now();
+        h.change_server_ipv6(id, PublicIpv6Change::Next).expect("swap");
+        let net = h.server(id).expect("server").public_net.ipv6.expect("ipv6").ip;
+        let (prefix, _) = net.split_once('/').expect("a CIDR");
+        let mut segments = prefix.parse::<std::net::Ipv6Addr>().expect("IPv6").segments();
+        segments[7] |= 1;
+        let want = std::net::Ipv6Addr::from(segments).to_string();
+        let limit = Duration::from_secs(2 * 300 / self.time_scale + 60);
+        let shown = loop {
+            let node = self.nodes.get(name).await.expect("node");
+            let addresses = node.status.and_then(|s| s.addresses).unwrap_or_default();
+            if addresses.iter().any(|a| a.type_ == "ExternalIP" && a.address == want) {
+                break Some(t.elapsed());
+            }
+            if t.elapsed() > limit {
+                break None;
+            }
+            assert!(ccm.is_running(), "{} exited:\n{}", ccm.name(), ccm.logs());
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        };
+        let counts = h.request_counts();
+        match shown {
+            Some(d) => {
+                println!("3b. {name}'s new IPv6 shows after {:.1} s: {} requests", d.as_secs_f64(), counts.total)
+            }
+            None => println!(
+                "3b. {name}'s new IPv6 not shown after {:.0} s: {} requests",
+                limit.as_secs_f64(),
+                counts.total
+            ),
+        }
+        common::print_counts("until then", &h);
+        let period = 300 / self.time_scale;
+        table.set(
+            &format!("a Primary IP swapped: delay until the Node shows it (refresh every {period} s)"),
+            Unit::Secs,
+            subject,
+            shown.map_or(f64::NAN, |d| d.as_secs_f64()),
+        );
+        table.requests("a Primary IP swapped: requests until the Node shows it", subject, Requests::of(&counts));
     }
 
     /// One subject's run; its figures go into `table`, its request counts by phase into
@@ -125,10 +191,16 @@ impl Bench {
         let h = fake.handle();
         let net =
             h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/16", "eu-central")).expect("net");
-        for i in 0..n {
-            h.seed_server(&SeedServer::new(&format!("node-{i:04}")).network(net)).expect("server");
+        let ids: Vec<u64> = (0..n)
+            .map(|i| h.seed_server(&SeedServer::new(&format!("node-{i:04}")).network(net)).expect("server"))
+            .collect();
+        let mut config = compare::chart_config(&self.extra).env(&[("HCLOUD_NETWORK", "k8s")]);
+        if self.time_scale > 1 {
+            config.args.push(format!("--node-status-update-frequency={}s", 300 / self.time_scale));
         }
-        let config = compare::chart_config(&self.extra).env(&[("HCLOUD_NETWORK", "k8s")]);
+        if self.address_change {
+            config = config.env(&[("HCLOUD_INSTANCES_ADDRESS_FAMILY", "dualstack")]);
+        }
 
         // 1. Initialization, kubelets Ready.
         let ccm = compare::start(subject, &self.cp, &fake.base_url(), &config);
@@ -154,14 +226,19 @@ impl Bench {
         let t = Instant::now();
         tokio::time::sleep(self.idle).await;
         let idle = h.request_counts();
-        let per_hour = idle.total as f64 * 3600.0 / t.elapsed().as_secs_f64();
-        println!("2. idle, window {:.0} s: {} requests ⇒ {per_hour:.0}/hour", t.elapsed().as_secs_f64(), idle.total);
+        let scale = self.time_scale as f64;
+        let per_hour = idle.total as f64 * 3600.0 / (t.elapsed().as_secs_f64() * scale);
+        println!(
+            "2. idle, window {:.0} s (time scale {scale}): {} requests ⇒ {per_hour:.0}/hour",
+            t.elapsed().as_secs_f64(),
+            idle.total
+        );
         common::print_counts("in the window", &h);
         table.set(
             &format!(
-                "idle, {n} Nodes Ready: requests per hour (a {:.0} s window × {:.0})",
+                "idle, {n} Nodes Ready: requests per hour (a {:.0} s window, refresh every {} s, ÷ {scale})",
                 self.idle.as_secs_f64(),
-                3600.0 / self.idle.as_secs_f64()
+                300 / self.time_scale
             ),
             Unit::PerHour,
             subject,
@@ -169,6 +246,9 @@ impl Bench {
         );
         assert!(ccm.is_running(), "{} died:\n{}", subject.label(), ccm.logs());
         table.process("the process after initialization and idle", subject, compare::proc_figures(ccm.pid()));
+        if self.address_change {
+            self.address_change(subject, table, &fake, ids[n / 2], &format!("node-{:04}", n / 2), &ccm).await;
+        }
         if !self.extra_phases {
             ccm.stop().await.expect("stop");
             return;
@@ -250,7 +330,9 @@ async fn main() {
     let cp = ControlPlane::start().await.expect("control plane");
     let client = cp.admin_client().await.expect("client");
     let nodes: Api<Node> = Api::all(client.clone());
-    let bench = Bench { cp, client, nodes, n, idle, window, extra, extra_phases };
+    let time_scale = env_or("BENCH_TIME_SCALE", 1).clamp(1, 300);
+    let address_change = env_or("BENCH_ADDRESS_CHANGE", 0) == 1;
+    let bench = Bench { cp, client, nodes, n, idle, window, extra, extra_phases, time_scale, address_change };
     let mut table = Table::new(format!("node_scale: {n} Nodes"));
     let mut endpoints = [Vec::new(), Vec::new()];
     for round in 1..=rounds {

@@ -8,6 +8,7 @@ mod common;
 #[path = "differential/main.rs"]
 mod differential;
 mod dry_run_e2e;
+mod idle_e2e;
 mod image_e2e;
 mod lb_certificates_e2e;
 mod lb_e2e;

@@ -220,7 +220,7 @@ impl FakeHandle {
     }
 
     /// Gives a server another public IPv6 network (or none) at once, as unassigning its IPv6
-    /// Primary IP and assigning another would.
+    /// Primary IP and assigning another would (with those two actions, finished at once).
     pub fn change_server_ipv6(&self, id: u64, change: PublicIpv6Change) -> Result<(), FakeError> {
         self.update_server(id, &ServerPatch { public_ipv6: Some(change), ..ServerPatch::default() })
     }

@@ -215,14 +215,22 @@ impl HcloudInstances {
         CloudError::failed("ServerNotFound", message)
     }
 
+    /// The node's server as of data at most `max_age` old; with `addresses_only`, data
+    /// confirmed by the action lists will do (its status may be older; see
+    /// [`Inventory::get_addresses`]).
     pub(crate) async fn server_by(
         &self,
         node: &Node,
         lookup: Lookup,
         max_age: Duration,
+        addresses_only: bool,
     ) -> Result<(Lookup, Option<Arc<Server>>), CloudError> {
         let what = format!("looking up the server of node {}", node.metadata.name.as_deref().unwrap_or_default());
-        let server = self.inventory.get(&lookup, max_age).await.map_err(|e| api_error(&what, e))?;
+        let server = match addresses_only {
+            true => self.inventory.get_addresses(&lookup, max_age).await,
+            false => self.inventory.get(&lookup, max_age).await,
+        }
+        .map_err(|e| api_error(&what, e))?;
         if let Some(s) = &server {
             self.witness.found(s.id, EventObject::node(node));
         }
@@ -294,7 +302,7 @@ impl InstancesV2 for HcloudInstances {
                 None => Lookup::Name(name),
             },
         };
-        let (lookup, server) = self.server_by(node, lookup, self.lifecycle_max_age).await?;
+        let (lookup, server) = self.server_by(node, lookup, self.lifecycle_max_age, false).await?;
         let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
         Ok(server.status == ServerStatus::Off)
     }
@@ -309,7 +317,7 @@ impl InstancesV2 for HcloudInstances {
                 None => Lookup::Name(name),
             },
         };
-        let (lookup, server) = self.server_by(node, lookup, self.max_age).await?;
+        let (lookup, server) = self.server_by(node, lookup, self.max_age, true).await?;
         let server = server.ok_or_else(|| Self::not_found(node, &lookup))?;
         Ok(Some(self.metadata_for(&server)))
     }
@@ -317,7 +325,7 @@ impl InstancesV2 for HcloudInstances {
     async fn prefetch(&self, nodes: &[Arc<Node>], purpose: cloud_provider::LookupPurpose) {
         let lookups: Vec<Lookup> = nodes.iter().filter_map(|n| Self::lookup_for(n).ok()).collect();
         match purpose {
-            LookupPurpose::Metadata => self.inventory.prefetch(&lookups, self.max_age).await,
+            LookupPurpose::Metadata => self.inventory.prefetch_addresses(&lookups, self.max_age).await,
             LookupPurpose::Lifecycle => self.inventory.prefetch(&lookups, self.lifecycle_max_age).await,
             LookupPurpose::Recheck => self.inventory.recheck(&lookups).await,
         }

@@ -31,6 +31,7 @@
 //! Compatible with the official Go CCM: same environment variables, providerIDs, labels.
 
 mod api_error;
+pub mod changes;
 pub mod cloud;
 pub mod config;
 pub mod env;

@@ -4,6 +4,7 @@
 //! (`test_harness::ControlPlane::exclusive`).
 
 mod inventory;
+mod inventory_changes;
 mod lb_support;
 mod load_balancer_failures;
 mod load_balancer_targets;

@@ -16,6 +16,25 @@ struct One {
     action: Action,
 }
 
+/// A resource kind's list of every action (`GET /{kind}/actions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionList {
+    /// `GET /servers/actions`: create, delete, power, rebuild, `change_type`, network attach
+    /// and detach, and the Primary IP assignments of servers.
+    Servers,
+    /// `GET /primary_ips/actions`: assign and unassign, rDNS, protection.
+    PrimaryIps,
+}
+
+impl ActionList {
+    fn target(self) -> Target {
+        match self {
+            ActionList::Servers => Target::fixed("/servers/actions"),
+            ActionList::PrimaryIps => Target::fixed("/primary_ips/actions"),
+        }
+    }
+}
+
 /// Ids per `GET /actions?id=..` request (keeps URLs short).
 const IDS_PER_REQUEST: usize = 25;
 
@@ -38,5 +57,17 @@ impl Actions<'_> {
             out.extend(page.items);
         }
         Ok(out)
+    }
+
+    /// The newest action of `list` (`GET /{kind}/actions?sort=id:desc&per_page=1`), or with
+    /// `running_only` the newest still running (`&status=running`); `None` when there is
+    /// none. One request.
+    pub async fn newest(&self, list: ActionList, running_only: bool) -> Result<Option<Action>, Error> {
+        let mut filters = vec![("sort", "id:desc".to_owned())];
+        if running_only {
+            filters.push(("status", "running".to_owned()));
+        }
+        let page = self.0.page::<Action>(&list.target(), "actions", &filters, 1, 1).await?;
+        Ok(page.items.into_iter().next())
     }
 }

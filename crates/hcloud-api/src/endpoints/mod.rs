@@ -8,7 +8,7 @@ mod load_balancers;
 mod networks;
 mod servers;
 
-pub use actions::Actions;
+pub use actions::{ActionList, Actions};
 pub use catalog::{LoadBalancerTypes, Locations, ServerTypes};
 pub use certificates::Certificates;
 pub use common::{Created, selector_from_labels};

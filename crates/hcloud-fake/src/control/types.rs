@@ -20,16 +20,19 @@ pub enum ResourceKind {
     LoadBalancer,
     /// A certificate.
     Certificate,
+    /// A Primary IP.
+    PrimaryIp,
 }
 
 impl ResourceKind {
-    /// The wire name (`server`, `network`, `load_balancer`, `certificate`).
+    /// The wire name (`server`, `network`, `load_balancer`, `certificate`, `primary_ip`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Server => "server",
             Self::Network => "network",
             Self::LoadBalancer => "load_balancer",
             Self::Certificate => "certificate",
+            Self::PrimaryIp => "primary_ip",
         }
     }
 }
@@ -60,6 +63,10 @@ impl ResourceRef {
     /// A certificate.
     pub fn certificate(id: u64) -> Self {
         Self { kind: ResourceKind::Certificate, id }
+    }
+    /// A Primary IP.
+    pub fn primary_ip(id: u64) -> Self {
+        Self { kind: ResourceKind::PrimaryIp, id }
     }
 }
 
@@ -116,7 +123,8 @@ pub struct ServerPatch {
     #[serde(default)]
     pub labels: Option<Labels>,
     /// A different public IPv6 network (or none), as unassigning the server's IPv6 Primary IP
-    /// and assigning another would do (the fake does not model those actions).
+    /// and assigning another would do; the fake records the `unassign_primary_ip` and
+    /// `assign_primary_ip` actions the API shows for that, finished at once.
     #[serde(default)]
     pub public_ipv6: Option<PublicIpv6Change>,
 }

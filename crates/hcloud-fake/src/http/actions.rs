@@ -10,7 +10,9 @@ use crate::error::ApiError;
 use crate::handle::FakeHandle;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
-use crate::wire::Action;
+use crate::sort::SortRequest;
+use crate::state::{ACTION_SORT_FIELDS, ActionFilter};
+use crate::wire::{Action, ActionStatus};
 
 /// `GET /actions?id=1&id=2`: the listed actions that exist, by id, as `{"actions": [..]}`
 /// (no `meta`). At least one `id` is required: listing every action of a project was removed
@@ -79,6 +81,7 @@ pub(crate) fn resource_actions(
             ResourceKind::Network => s.networks.contains_key(&id),
             ResourceKind::LoadBalancer => s.load_balancers.contains_key(&id),
             ResourceKind::Certificate => s.certificates.contains_key(&id),
+            ResourceKind::PrimaryIp => s.primary_ip(id).is_some(),
         };
         if !exists {
             return Err(ApiError::not_found(kind.as_str(), id));
@@ -87,4 +90,26 @@ pub(crate) fn resource_actions(
     })?;
     let (slice, meta) = page.apply(&actions);
     Ok(list_body("actions", slice, &meta))
+}
+
+/// `GET /{resource}/actions` (`/servers/actions`, `/primary_ips/actions`): every action
+/// involving a resource of that kind, with the `id` and `status` filters (repeatable), `sort`
+/// (`id`, `command`, `status`, `started`, `finished`, each `:asc` or `:desc`) and pagination.
+pub(crate) fn kind_actions(h: &FakeHandle, kind: ResourceKind, q: Option<&str>) -> Result<Response, ApiError> {
+    let q = QueryParams::parse(q);
+    let page = PageRequest::from_query(&q)?;
+    let statuses = q
+        .get_all("status")
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(|v| match v.trim() {
+            "running" => Ok(ActionStatus::Running),
+            "success" => Ok(ActionStatus::Success),
+            "error" => Ok(ActionStatus::Error),
+            other => Err(ApiError::invalid_input("status", format!("unknown action status '{other}'"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let filter = ActionFilter { ids: q.ids("id")?, statuses, sort: SortRequest::from_query(&q, ACTION_SORT_FIELDS)? };
+    let (actions, meta) = h.with_state(|s| s.list_kind_actions(kind, &filter, page));
+    Ok(list_body("actions", &actions, &meta))
 }

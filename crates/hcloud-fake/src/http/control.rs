@@ -298,6 +298,7 @@ async fn unlock(State(h): State<FakeHandle>, Path((kind, id)): Path<(String, Str
         "network" => ResourceKind::Network,
         "load_balancer" => ResourceKind::LoadBalancer,
         "certificate" => ResourceKind::Certificate,
+        "primary_ip" => ResourceKind::PrimaryIp,
         other => {
             return Err(ApiError::invalid_input("type", format!("unknown resource type '{other}'")));
         }

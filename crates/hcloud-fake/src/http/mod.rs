@@ -43,6 +43,14 @@ macro_rules! kind_action_routes {
     };
 }
 
+macro_rules! kind_actions_route {
+    ($kind:expr) => {
+        get(|extract::Scoped(h): extract::Scoped, axum::extract::RawQuery(q): axum::extract::RawQuery| async move {
+            actions::kind_actions(&h, $kind, q.as_deref())
+        })
+    };
+}
+
 macro_rules! resource_actions_route {
     ($kind:expr) => {
         get(
@@ -60,6 +68,7 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/actions", get(actions::list))
         .route("/actions/{id}", get(actions::get))
         .route("/servers", get(servers::list).post(servers::create))
+        .route("/servers/actions", kind_actions_route!(ResourceKind::Server))
         .route("/servers/actions/{id}", kind_action_routes!(ResourceKind::Server))
         .route("/servers/{id}", get(servers::get).put(servers::update).delete(servers::delete))
         .route("/servers/{id}/actions", resource_actions_route!(ResourceKind::Server))
@@ -85,6 +94,8 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/datacenters", get(catalog::datacenters_gone))
         .route("/datacenters/{id}", get(catalog::datacenters_gone))
         .route("/primary_ips", get(primary_ips::list).post(primary_ips::create))
+        .route("/primary_ips/actions", kind_actions_route!(ResourceKind::PrimaryIp))
+        .route("/primary_ips/actions/{id}", kind_action_routes!(ResourceKind::PrimaryIp))
         .route("/primary_ips/{id}", get(primary_ips::get).put(primary_ips::update).delete(primary_ips::delete))
         .route("/images", get(images::list))
         .route("/images/{id}", get(images::get))

@@ -6,8 +6,32 @@ use super::effect::{ActionRecord, Effect, render_action};
 use super::records::{CertStatus, Member, PrivateNic};
 use super::store::{State, bump};
 use crate::control::{ActionFailure, ResourceKind, ResourceRef};
+use crate::pagination::PageRequest;
+use crate::sort::{SortRequest, SortValue};
 use crate::time::now_unix;
-use crate::wire::{Action, ActionError, ActionStatus, ServerProtection};
+use crate::wire::{Action, ActionError, ActionStatus, Meta, ServerProtection};
+
+/// The fields `GET /{resource}/actions` sorts by.
+pub(crate) const ACTION_SORT_FIELDS: &[&str] = &["id", "command", "status", "started", "finished"];
+
+/// Filters of `GET /{resource}/actions` (`/servers/actions`, `/primary_ips/actions`).
+#[derive(Debug, Default)]
+pub(crate) struct ActionFilter {
+    /// Only these ids (`id`, repeated), if any.
+    pub ids: Vec<u64>,
+    /// Only these statuses (`status`, repeated), if any.
+    pub statuses: Vec<ActionStatus>,
+    /// Requested order (see [`ACTION_SORT_FIELDS`]); by id without one.
+    pub sort: SortRequest,
+}
+
+fn status_name(status: ActionStatus) -> &'static str {
+    match status {
+        ActionStatus::Running => "running",
+        ActionStatus::Success => "success",
+        ActionStatus::Error => "error",
+    }
+}
 
 impl State {
     /// Registers `count` upcoming action failures.
@@ -57,6 +81,32 @@ impl State {
         if self.action_delay.is_zero() {
             self.finish_action(id);
         }
+        id
+    }
+
+    /// Records an action that finished successfully at once: what the API shows for a change
+    /// the control surface makes instantly (a Primary IP swapped) and the API makes through an
+    /// action, so clients watching the action lists see it as they would.
+    pub fn record_finished_action(&mut self, command: &str, resources: Vec<ResourceRef>) -> u64 {
+        let id = bump(&mut self.ids.action);
+        let now = Instant::now();
+        self.actions.insert(
+            id,
+            ActionRecord {
+                id,
+                command: command.to_owned(),
+                status: ActionStatus::Success,
+                started: now_unix(),
+                started_at: now,
+                finished: Some(now_unix()),
+                resources,
+                error: None,
+                due: now,
+                effect: None,
+                fail: None,
+            },
+        );
+        self.finished_order.push_back((now, id));
         id
     }
 
@@ -286,5 +336,33 @@ impl State {
             .filter(|a| a.resources.iter().any(|r| r.kind == kind && id.is_none_or(|id| r.id == id)))
             .map(|a| render_action(a, self.render_time()))
             .collect()
+    }
+
+    /// `GET /{resource}/actions`: the actions involving a resource of `kind` (those of
+    /// deleted resources too, until they are pruned), filtered, sorted and paged. An action
+    /// still running has no `finished`: it sorts before every finished one.
+    pub fn list_kind_actions(
+        &self,
+        kind: ResourceKind,
+        filter: &ActionFilter,
+        page: PageRequest,
+    ) -> (Vec<Action>, Meta) {
+        let mut matching: Vec<&ActionRecord> = self
+            .actions
+            .values()
+            .filter(|a| a.resources.iter().any(|r| r.kind == kind))
+            .filter(|a| filter.ids.is_empty() || filter.ids.contains(&a.id))
+            .filter(|a| filter.statuses.is_empty() || filter.statuses.contains(&a.status))
+            .collect();
+        filter.sort.apply(&mut matching, |a, field| match field {
+            "command" => SortValue::Text(Some(a.command.as_str())),
+            "status" => SortValue::Text(Some(status_name(a.status))),
+            "started" => SortValue::Int(a.started),
+            "finished" => SortValue::Int(a.finished.unwrap_or(i64::MIN)),
+            _ => SortValue::id(a.id),
+        });
+        let (slice, meta) = page.apply(&matching);
+        let at = self.render_time();
+        (slice.iter().map(|a| render_action(a, at)).collect(), meta)
     }
 }

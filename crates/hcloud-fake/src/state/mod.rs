@@ -34,6 +34,7 @@ mod servers;
 mod store;
 mod validate;
 
+pub(crate) use actions::{ACTION_SORT_FIELDS, ActionFilter};
 pub(crate) use certificates::CertificateFilter;
 pub(crate) use load_balancers::LoadBalancerFilter;
 pub(crate) use networks::NetworkFilter;

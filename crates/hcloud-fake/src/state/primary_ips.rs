@@ -3,8 +3,10 @@
 //!
 //! Modelled: list (filters `name`, `label_selector`, `ip`; `sort`), get, create unassigned (in
 //! a location), `PUT` (name, labels, auto_delete; of every Primary IP, a server's too), delete
-//! (an assigned one answers `422 must_be_unassigned`). Not modelled: creating one assigned to
-//! a server, the assign/unassign/rDNS/protection actions.
+//! (an assigned one answers `422 must_be_unassigned`), `GET /primary_ips/actions` (the
+//! `unassign_primary_ip`/`assign_primary_ip` actions of a swap made through the control
+//! surface). Not modelled: creating one assigned to a server, the assign/unassign/rDNS/
+//! protection endpoints.
 
 use std::net::IpAddr;
 

@@ -1,6 +1,7 @@
 //! Integration tests: the fake over real HTTP (127.0.0.1 only).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod action_lists;
 mod certificates;
 mod common;
 mod faults;

@@ -189,7 +189,7 @@ impl HcloudInstances {
             return Ok(None);
         };
         let lookup = Lookup::Name(name.to_owned());
-        if let (_, Some(cloud)) = self.server_by(node, lookup, cloud_max_age).await? {
+        if let (_, Some(cloud)) = self.server_by(node, lookup, cloud_max_age, false).await? {
             return Err(CloudError::failed(
                 "InstanceLookupFailed",
                 format!(

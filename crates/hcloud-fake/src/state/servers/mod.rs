@@ -406,12 +406,28 @@ impl State {
         if let Some(old) = old {
             self.public_ips.release_v6(old);
         }
+        let old_id = self.server_record(id)?.ipv6.as_ref().map(|v| v.id);
         let ipv6 = new.map(|net| {
             let pid = self.next_primary_ip_id();
             PublicV6 { id: pid, net, meta: PrimaryIpMeta::of_server(pid), dns_ptrs: Default::default() }
         });
+        let new_id = ipv6.as_ref().map(|v| v.id);
         if let Some(s) = self.servers.get_mut(&id) {
             s.ipv6 = ipv6;
+        }
+        // The actions the API records for such a swap (`POST /primary_ips/{id}/actions/unassign`,
+        // then `assign`), finished at once like the change itself.
+        if let Some(pid) = old_id {
+            self.record_finished_action(
+                "unassign_primary_ip",
+                vec![ResourceRef::server(id), ResourceRef::primary_ip(pid)],
+            );
+        }
+        if let Some(pid) = new_id {
+            self.record_finished_action(
+                "assign_primary_ip",
+                vec![ResourceRef::server(id), ResourceRef::primary_ip(pid)],
+            );
         }
         Ok(())
     }

@@ -24,6 +24,14 @@
 //!   the burst's next stretch is one list too, not one request per node until the next
 //!   announcement.
 //!
+//!   The address refresh and node initialization ask for *addresses* ([`Inventory::prefetch_addresses`],
+//!   [`Inventory::get_addresses`]): for them a list older than their max age is first
+//!   *confirmed* with one look at the newest server and Primary IP actions (two requests, see
+//!   [`crate::changes`]); only when something happened since the look taken before the list,
+//!   or at the safety resync, is every server listed again. Lifecycle checks and every other
+//!   caller never take a confirmed answer: status (a shutdown from inside a server) changes
+//!   without an action.
+//!
 //!   Callers that need current answers for a few servers (nodes that just turned NotReady)
 //!   use [`Inventory::recheck`]: each is fetched now (one request each, or one list when that
 //!   is cheaper) and pinned for the next lookup.
@@ -46,8 +54,14 @@ use hcloud_api::{Client, Error, LIST_ALL_PER_PAGE};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use crate::changes::Mark;
 use crate::config::CacheMode;
 pub use crate::metrics::InventoryStats;
+
+mod addresses;
+mod cooldown;
+
+use cooldown::Cooldown;
 
 /// How to find a server.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -74,10 +88,30 @@ struct Entry {
     fetched: Instant,
 }
 
+/// What a lookup needs its answer for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Everything current, status included: a list or request younger than the max age.
+    Current,
+    /// Addresses, type, region and zone: a list confirmed by the action lists within the max
+    /// age will do (see [`crate::changes`]).
+    Addresses,
+}
+
+/// The action lists as seen right before a server list: what later looks compare with.
+#[derive(Debug, Clone, Copy)]
+struct Baseline {
+    mark: Mark,
+    /// When the look started: entries fetched after it are covered by its confirmations.
+    at: Instant,
+}
+
 /// A prefetched answer waiting for its lookup.
 struct Pin {
     server: Option<Arc<Server>>,
     source: Source,
+    /// What it may answer: a pin for addresses never answers a lookup needing current data.
+    need: Need,
     at: Instant,
     /// When its lookup was first announced: a burst is announced again (see
     /// [`Inventory::reannounce_stale_pins`]) only within [`PIN_TTL`] of that, so pins of
@@ -94,6 +128,12 @@ struct State {
     generation: u64,
     servers: HashMap<ServerId, Entry>,
     names: HashMap<String, ServerId>,
+    /// The action lists as seen right before the list that set it (large projects only).
+    baseline: Option<Baseline>,
+    /// When a look last found the action lists as at the baseline (its start).
+    confirmed: Option<Instant>,
+    /// Confirmations so far (lets coalesced address refreshes see one happened).
+    confirmations: u64,
 }
 
 impl State {
@@ -129,6 +169,20 @@ impl State {
         }
     }
 
+    /// As of when the entry's data holds for `need`: when it was fetched, or for addresses
+    /// when a look last confirmed it (if it was fetched after the baseline's look).
+    fn as_of(&self, e: &Entry, need: Need) -> Instant {
+        match (need, self.baseline, self.confirmed) {
+            (Need::Addresses, Some(b), Some(c)) if e.fetched >= b.at => c.max(e.fetched),
+            _ => e.fetched,
+        }
+    }
+
+    /// Whether the entry's data holds for `need` within `max_age`.
+    fn fresh(&self, e: &Entry, need: Need, max_age: Duration) -> bool {
+        self.as_of(e, need).elapsed() <= max_age
+    }
+
     fn snapshot_fresh(&self, max_age: Duration) -> bool {
         self.snapshot.is_some_and(|t| t.elapsed() <= max_age)
     }
@@ -149,16 +203,6 @@ impl State {
 /// age, usually far shorter).
 pub const PIN_TTL: Duration = Duration::from_secs(180);
 
-/// Longest cooldown after consecutive transient failures.
-const MAX_COOLDOWN: Duration = Duration::from_secs(30);
-
-#[derive(Default)]
-struct Health {
-    failures: u32,
-    until: Option<Instant>,
-    last_error: String,
-}
-
 /// Where an answer came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -172,7 +216,7 @@ enum Source {
 pub struct Inventory {
     client: Client,
     mode: CacheMode,
-    health: Mutex<Health>,
+    cooldown: Cooldown,
     state: Mutex<State>,
     refresh: tokio::sync::Mutex<()>,
     stats: InventoryStats,
@@ -189,7 +233,7 @@ impl Inventory {
         Inventory {
             client,
             mode,
-            health: Mutex::new(Health::default()),
+            cooldown: Cooldown::default(),
             state: Mutex::new(State::default()),
             refresh: tokio::sync::Mutex::new(()),
             stats,
@@ -214,14 +258,21 @@ impl Inventory {
     /// The server, or `None` if it does not exist, as of data at most `max_age` old (possibly
     /// pinned for this lookup by [`Inventory::prefetch`] or [`Inventory::recheck`]).
     pub async fn get(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
-        Ok(self.answer(lookup, max_age).await?.0)
+        Ok(self.answer(lookup, max_age, Need::Current).await?.0)
+    }
+
+    /// [`Inventory::get`] for the server's addresses, type, region and zone only: a list
+    /// confirmed by the action lists within `max_age` answers too (see [`crate::changes`]);
+    /// its status may be older. Pinned by [`Inventory::prefetch_addresses`].
+    pub async fn get_addresses(&self, lookup: &Lookup, max_age: Duration) -> Result<Option<Arc<Server>>, Error> {
+        Ok(self.answer(lookup, max_age, Need::Addresses).await?.0)
     }
 
     /// Whether the server exists. `false` only on a direct lookup's answer: an absence seen
     /// in cached data or a list is confirmed with `GET /servers/{id}` (or `?name=`) first, so
     /// nothing destructive ever happens on stale data.
     pub async fn exists(&self, lookup: &Lookup, max_age: Duration) -> Result<bool, Error> {
-        match self.answer(lookup, max_age).await? {
+        match self.answer(lookup, max_age, Need::Current).await? {
             (Some(_), _) => Ok(true),
             (None, Source::Direct) => Ok(false),
             (None, Source::Cached) => Ok(self.fetch_single_and_store(lookup).await?.is_some()),
@@ -236,8 +287,13 @@ impl Inventory {
     }
 
     /// The answer and whether it came from a direct single-server lookup just now.
-    async fn answer(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
-        if let Some(pin) = self.lock().pinned.remove(lookup)
+    async fn answer(
+        &self,
+        lookup: &Lookup,
+        max_age: Duration,
+        need: Need,
+    ) -> Result<(Option<Arc<Server>>, Source), Error> {
+        if let Some(pin) = self.take_pin(lookup, need)
             && pin.at.elapsed() <= max_age.min(PIN_TTL)
         {
             self.stats.hits.inc();
@@ -246,8 +302,8 @@ impl Inventory {
         // Stale data while a burst's pins aged out alike (a burst of initializations outlasting
         // the max age): refresh them as a bulk again, as the announcement would have, instead
         // of one request each until the next announcement.
-        if self.reannounce_stale_pins(lookup, max_age).await
-            && let Some(pin) = self.lock().pinned.remove(lookup)
+        if self.reannounce_stale_pins(lookup, max_age, need).await
+            && let Some(pin) = self.take_pin(lookup, need)
             && pin.at.elapsed() <= max_age.min(PIN_TTL)
         {
             self.stats.hits.inc();
@@ -266,15 +322,27 @@ impl Inventory {
                 self.stats.misses.inc();
                 Ok((self.fetch_single_and_store(lookup).await?, Source::Direct))
             }
-            CacheMode::All => self.get_all_mode(lookup, max_age).await,
+            CacheMode::All => self.get_all_mode(lookup, max_age, need).await,
         }
     }
 
-    async fn get_all_mode(&self, lookup: &Lookup, max_age: Duration) -> Result<(Option<Arc<Server>>, Source), Error> {
+    /// The lookup's pin, taken, if it may answer `need`.
+    fn take_pin(&self, lookup: &Lookup, need: Need) -> Option<Pin> {
+        let mut s = self.lock();
+        let usable = s.pinned.get(lookup).is_some_and(|p| p.need == Need::Current || need == Need::Addresses);
+        if usable { s.pinned.remove(lookup) } else { None }
+    }
+
+    async fn get_all_mode(
+        &self,
+        lookup: &Lookup,
+        max_age: Duration,
+        need: Need,
+    ) -> Result<(Option<Arc<Server>>, Source), Error> {
         let (known, generation) = {
             let s = self.lock();
             let entry = s.find(lookup);
-            if let Some(e) = entry.filter(|e| e.fetched.elapsed() <= max_age) {
+            if let Some(e) = entry.filter(|e| s.fresh(e, need, max_age)) {
                 self.stats.hits.inc();
                 return Ok((Some(e.server.clone()), Source::Cached));
             }
@@ -320,29 +388,48 @@ impl Inventory {
     /// snapshot now if that is cheaper than refreshing the stale ones one by one, and pins
     /// the answers so the announced lookups are served from it.
     pub async fn prefetch(&self, lookups: &[Lookup], max_age: Duration) {
-        self.prefetch_announced(lookups, max_age, Instant::now()).await;
+        self.prefetch_announced(lookups, max_age, Instant::now(), Need::Current).await;
+    }
+
+    /// [`Inventory::prefetch`] for lookups through [`Inventory::get_addresses`] (the address
+    /// refresh, initialization): in a large project, a stale list is first confirmed with a
+    /// look at the action lists, and listed again only when they changed (see
+    /// [`crate::changes`]).
+    pub async fn prefetch_addresses(&self, lookups: &[Lookup], max_age: Duration) {
+        self.prefetch_announced(lookups, max_age, Instant::now(), Need::Addresses).await;
     }
 
     /// [`Inventory::prefetch`] of lookups first announced at `announced`.
-    async fn prefetch_announced(&self, lookups: &[Lookup], max_age: Duration, announced: Instant) {
+    async fn prefetch_announced(&self, lookups: &[Lookup], max_age: Duration, announced: Instant, need: Need) {
         if self.mode != CacheMode::All || lookups.is_empty() {
             return;
         }
-        let (stale, pages, generation) = {
+        let (stale, pages, seen) = {
             let mut s = self.lock();
             s.pinned.retain(|_, pin| pin.at.elapsed() <= max_age.min(PIN_TTL));
             let fresh = s.snapshot_fresh(max_age);
             let stale = lookups
                 .iter()
-                .filter(|l| !s.pinned.contains_key(*l))
-                .filter(|l| s.find(l).is_none_or(|e| e.fetched.elapsed() > max_age))
+                .filter(|l| !s.pinned.get(*l).is_some_and(|p| p.need == Need::Current || need == Need::Addresses))
+                .filter(|l| s.find(l).is_none_or(|e| !s.fresh(e, need, max_age)))
                 .filter(|l| !(fresh && s.find(l).is_none()))
                 .count();
-            (stale, s.snapshot_pages.max(1) as usize, s.generation)
+            // A look at the action lists (with a baseline to compare with) is cheaper still.
+            let cost = match (need, s.baseline) {
+                (Need::Addresses, Some(_)) => {
+                    (crate::changes::LOOK_REQUESTS as usize).min(s.snapshot_pages.max(1) as usize)
+                }
+                _ => s.snapshot_pages.max(1) as usize,
+            };
+            (stale, cost, (s.generation, s.confirmations))
         };
         if stale > 0 && stale >= pages {
-            debug!(stale, pages, "prefetch: refreshing the server snapshot");
-            if let Err(e) = self.refresh_snapshot(generation).await {
+            debug!(stale, pages, ?need, "prefetch: refreshing the server snapshot");
+            let refreshed = match need {
+                Need::Current => self.refresh_snapshot(seen.0).await,
+                Need::Addresses => self.refresh_for_addresses(seen, lookups.len()).await,
+            };
+            if let Err(e) = refreshed {
                 warn!(error = %e, "prefetch of the server list failed; lookups will retry");
                 return;
             }
@@ -352,11 +439,11 @@ impl Inventory {
             .iter()
             .filter(|l| !s.pinned.contains_key(*l))
             .filter_map(|l| {
-                s.find(l).filter(|e| e.fetched.elapsed() <= max_age).map(|e| (l.clone(), e.server.clone(), e.fetched))
+                s.find(l).filter(|e| s.fresh(e, need, max_age)).map(|e| (l.clone(), e.server.clone(), s.as_of(e, need)))
             })
             .collect();
         for (lookup, server, at) in pins {
-            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at, announced });
+            s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, need, at, announced });
         }
     }
 
@@ -364,18 +451,19 @@ impl Inventory {
     /// lookups announced within [`PIN_TTL`]): announces them all again (see
     /// [`Inventory::prefetch`]): one list when they are at least as many as its pages, else
     /// nothing (each is then looked up alone). True if it announced.
-    async fn reannounce_stale_pins(&self, lookup: &Lookup, max_age: Duration) -> bool {
+    async fn reannounce_stale_pins(&self, lookup: &Lookup, max_age: Duration, need: Need) -> bool {
         if self.mode != CacheMode::All {
             return false;
         }
         let (mut stale, announced) = {
             let s = self.lock();
-            if s.find(lookup).is_some_and(|e| e.fetched.elapsed() <= max_age) {
+            if s.find(lookup).is_some_and(|e| s.fresh(e, need, max_age)) {
                 return false;
             }
             let stale: Vec<(&Lookup, Instant)> = s
                 .pinned
                 .iter()
+                .filter(|(_, pin)| pin.need == need)
                 .filter(|(_, pin)| pin.at.elapsed() > max_age && pin.announced.elapsed() <= PIN_TTL)
                 .map(|(l, pin)| (l, pin.announced))
                 .collect();
@@ -383,7 +471,7 @@ impl Inventory {
             (stale.into_iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(), announced)
         };
         stale.push(lookup.clone());
-        self.prefetch_announced(&stale, max_age, announced).await;
+        self.prefetch_announced(&stale, max_age, announced, need).await;
         true
     }
 
@@ -410,7 +498,10 @@ impl Inventory {
             let pins: Vec<(Lookup, Arc<Server>, Instant)> =
                 lookups.iter().filter_map(|l| s.find(l).map(|e| (l.clone(), e.server.clone(), e.fetched))).collect();
             for (lookup, server, at) in pins {
-                s.pinned.insert(lookup, Pin { server: Some(server), source: Source::Cached, at, announced: at });
+                s.pinned.insert(
+                    lookup,
+                    Pin { server: Some(server), source: Source::Cached, need: Need::Current, at, announced: at },
+                );
             }
             return;
         }
@@ -418,9 +509,10 @@ impl Inventory {
             let at = Instant::now();
             match self.fetch_single_and_store(lookup).await {
                 Ok(server) => {
-                    self.lock()
-                        .pinned
-                        .insert(lookup.clone(), Pin { server, source: Source::Direct, at, announced: at });
+                    self.lock().pinned.insert(
+                        lookup.clone(),
+                        Pin { server, source: Source::Direct, need: Need::Current, at, announced: at },
+                    );
                 }
                 Err(e) => {
                     warn!(?lookup, error = %e, "recheck failed; the next lookup will retry");
@@ -430,49 +522,15 @@ impl Inventory {
         }
     }
 
-    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
-        // Plain counters; a poisoned lock still holds consistent values.
-        self.health.lock_unpoisoned()
-    }
-
     /// Fails fast while a cooldown after transient failures runs.
     fn gate(&self, request: &str) -> Result<(), Error> {
-        let h = self.health();
-        match h.until {
-            Some(until) if until > Instant::now() => Err(Error::from(hcloud_api::ApiError {
-                status: 503,
-                code: hcloud_api::ErrorCode::Unavailable,
-                message: format!(
-                    "not sent: the Hetzner Cloud API failed {} time(s) in a row (last: {}); next attempt in {:?}",
-                    h.failures,
-                    h.last_error,
-                    until.saturating_duration_since(Instant::now())
-                ),
-                details: None,
-                correlation_id: None,
-                request: request.to_owned(),
-            })),
-            _ => Ok(()),
-        }
+        self.cooldown.gate(request)
     }
 
+    /// Starts or ends the cooldown after an answer.
     fn record<T>(&self, result: &Result<T, Error>) {
-        let mut h = self.health();
-        match result {
-            Ok(_) => {
-                if h.failures > 0 {
-                    debug!(after_failures = h.failures, "Hetzner Cloud API answers again");
-                }
-                *h = Health::default();
-            }
-            Err(e) if e.is_transient() => {
-                h.failures = h.failures.saturating_add(1);
-                let cooldown = Duration::from_secs(1).saturating_mul(1 << (h.failures - 1).min(5)).min(MAX_COOLDOWN);
-                h.until = Some(Instant::now() + cooldown);
-                h.last_error = e.to_string();
-                self.stats.cooldowns.inc();
-            }
-            Err(_) => {}
+        if self.cooldown.record(result) {
+            self.stats.cooldowns.inc();
         }
     }
 
@@ -482,6 +540,13 @@ impl Inventory {
             // Someone refreshed while we waited: use theirs.
             return Ok(());
         }
+        self.list_servers(None).await
+    }
+
+    /// Lists every server into the snapshot (the caller holds the refresh lock). With
+    /// `baseline` (`Some(None)`: none) it replaces the baseline and its confirmations; a list
+    /// without one keeps them (it was taken after the baseline's look).
+    async fn list_servers(&self, baseline: Option<Option<Baseline>>) -> Result<(), Error> {
         self.gate("GET /servers")?;
         let started = Instant::now();
         let result = self.client.servers().list_all(&ServerListParams::default()).await;
@@ -497,6 +562,10 @@ impl Inventory {
         }
         s.snapshot = Some(started);
         s.generation += 1;
+        if let Some(baseline) = baseline {
+            s.baseline = baseline;
+            s.confirmed = None;
+        }
         debug!(servers = s.servers.len(), pages = s.snapshot_pages, "server snapshot refreshed");
         Ok(())
     }
