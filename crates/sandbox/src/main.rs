@@ -134,6 +134,23 @@ fn summary(node: &Node) -> String {
     )
 }
 
+/// How long the demo waits for the real nodes' kubelets to report Ready.
+const NODES_READY: Duration = Duration::from_secs(300);
+
+/// Whether a Node named after each of `names` exists and reports `Ready=True`.
+async fn all_ready(nodes: &Api<Node>, names: &[String]) -> bool {
+    let Ok(list) = nodes.list(&Default::default()).await else { return false };
+    names.iter().all(|name| {
+        list.items.iter().any(|n| {
+            n.metadata.name.as_deref() == Some(name.as_str())
+                && n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+    })
+}
+
 fn all_initialized(names: &[String], last: &BTreeMap<String, String>) -> bool {
     names.iter().all(|n| last.get(n).is_some_and(|l| l.starts_with("initialized")))
 }
@@ -363,6 +380,16 @@ async fn main() -> anyhow::Result<()> {
     }
     if !args.no_service {
         if real {
+            // A Service synced while no Node is Ready gets upstream's "There are no available
+            // nodes for LoadBalancer" Warning: the demo waits for the kubelets first (on a busy
+            // machine they take longer than the sandbox's start-up).
+            println!("[sandbox] waiting for the kubelets' Nodes to be Ready before creating the demo Service…");
+            let nodes: Api<Node> = Api::all(client.clone());
+            test_harness::wait_until(NODES_READY, "every real node's Node is Ready", async || {
+                all_ready(&nodes, &names).await
+            })
+            .await
+            .context("the real nodes did not become Ready")?;
             let replicas = i32::try_from(names.len()).unwrap_or(i32::MAX);
             let deployment = echo_deployment(DEMO_SERVICE, replicas, None)?;
             let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
