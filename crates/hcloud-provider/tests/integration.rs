@@ -3,6 +3,7 @@
 //! --test integration`), linked once, whose end-to-end tests share one pool of control planes
 //! (`test_harness::ControlPlane::exclusive`).
 
+mod clock;
 mod inventory;
 mod inventory_changes;
 mod lb_support;

@@ -17,17 +17,11 @@ use hcloud_provider::config::{AddressFamily, CacheMode};
 use hcloud_provider::{HcloudInstances, Inventory, Lookup};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 
+use crate::clock::age;
+
 const LONG: Duration = Duration::from_secs(3600);
 /// A max age the tests outlive on purpose with [`age`].
 const SHORT: Duration = Duration::from_secs(10);
-
-/// Moves tokio's clock (by which the inventory ages its data) forward at once: no real sleep,
-/// so "older than the max age" holds exactly and "younger" is never broken by a slow machine.
-async fn age(by: Duration) {
-    tokio::time::pause();
-    tokio::time::advance(by).await;
-    tokio::time::resume();
-}
 
 async fn fake() -> (FakeServer, FakeHandle, Client) {
     let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");

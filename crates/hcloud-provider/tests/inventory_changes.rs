@@ -16,17 +16,12 @@ use hcloud_provider::changes::resync_after;
 use hcloud_provider::config::CacheMode;
 use hcloud_provider::{Inventory, Lookup};
 
+use crate::clock::age;
+
 /// The address refresh's max age (`HCLOUD_SERVER_CACHE_MAX_AGE`).
 const MAX_AGE: Duration = Duration::from_secs(10);
 /// The address refresh's period (`--node-status-update-frequency`).
 const PERIOD: Duration = Duration::from_secs(300);
-
-/// Moves tokio's clock (by which the inventory ages its data) forward at once.
-async fn age(by: Duration) {
-    tokio::time::pause();
-    tokio::time::advance(by).await;
-    tokio::time::resume();
-}
 
 struct Project {
     _fake: FakeServer,

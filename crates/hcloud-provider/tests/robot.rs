@@ -21,15 +21,10 @@ use hcloud_provider::robot::RobotMode;
 use hcloud_provider::{HcloudInstances, Inventory, RobotInventory};
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
+use crate::clock::age;
+
 const CACHE: Duration = Duration::from_secs(300);
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Moves tokio's clock forward at once (the Robot cache and circuit age by it).
-async fn age(by: Duration) {
-    tokio::time::pause();
-    tokio::time::advance(by).await;
-    tokio::time::resume();
-}
 
 #[derive(Default)]
 struct Events(Mutex<Vec<ProviderEvent>>);
