@@ -113,6 +113,9 @@ annotations! {
     UNHEALTHY_TARGET_WARNING_AFTER = "unhealthy-target-warning-after";
     /// Bool (hcloud-ccm only): targets and services hcloud-ccm did not add are kept.
     KEEP_FOREIGN = "keep-foreign";
+    /// String (hcloud-ccm only): Services with the same key share one Load Balancer, within
+    /// their namespace (across the namespaces `HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES` lists).
+    SHARING_KEY = "sharing-key";
 }
 
 /// Per-port annotations are `load-balancer.hetzner.cloud/port.<port>.<option>`: `<port>` a TCP
@@ -148,7 +151,7 @@ pub fn port_annotation(port: u16, annotation: &str) -> String {
 }
 
 /// The annotations hcloud-ccm adds to the official CCM's (issue 20's opt-in features).
-pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER, KEEP_FOREIGN];
+pub const OWN: &[&str] = &[HEALTH_CHECK_LOCAL_ENDPOINTS, UNHEALTHY_TARGET_WARNING_AFTER, KEEP_FOREIGN, SHARING_KEY];
 
 /// The identity label the official CCM puts on Load Balancers (and managed certificates).
 pub const LABEL_SERVICE_UID: &str = "hcloud-ccm/service-uid";

@@ -6,6 +6,7 @@ use std::time::Duration;
 use hcloud_api::models::Algorithm;
 use ipnet::IpNet;
 
+use super::sharing::SharingNamespaces;
 use crate::env::EnvReader;
 
 /// Cluster-wide defaults of the Load Balancer annotations, from `HCLOUD_LOAD_BALANCERS_*`
@@ -51,6 +52,9 @@ pub struct LbDefaults {
     /// `HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN` (hcloud-ccm only, default false): targets and
     /// services hcloud-ccm did not add are kept.
     pub keep_foreign: bool,
+    /// `HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES` (hcloud-ccm only, default none): namespaces
+    /// whose Services share Load Balancers with each other by `sharing-key`.
+    pub sharing_namespaces: SharingNamespaces,
 }
 
 /// What the `HCLOUD_LOAD_BALANCERS_*` variables mean (for `--help`).
@@ -98,6 +102,11 @@ pub const ENV_HELP: &[(&str, &str)] = &[
          is recorded in hcloud-ccm.managed/* labels on the Load Balancer. Default false.",
     ),
     (
+        "HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES",
+        "hcloud-ccm only: namespaces (comma-separated, or * for all) whose Services share Load Balancers with each \
+         other by the sharing-key annotation; other Services share only within their namespace. Default: none.",
+    ),
+    (
         "HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE",
         "hcloud-ccm only: how old the shared Load Balancer list may get before it is read again (default 5m).",
     ),
@@ -126,6 +135,13 @@ pub fn from_env(r: &mut EnvReader<'_>) -> (bool, LbDefaults, Duration) {
     );
     let private_subnet_ip_range = r.cidr("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE");
     let health_check_retries = r.int("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", 0, 100);
+    let sharing_namespaces = match r.var("HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES") {
+        Some(v) => SharingNamespaces::parse(&v).unwrap_or_else(|e| {
+            r.problem(format!("HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES: {e}"));
+            SharingNamespaces::None
+        }),
+        None => SharingNamespaces::None,
+    };
     let max_age = r.duration("HCLOUD_LOAD_BALANCERS_CACHE_MAX_AGE").unwrap_or(Duration::from_secs(300));
     let defaults = LbDefaults {
         location,
@@ -146,6 +162,7 @@ pub fn from_env(r: &mut EnvReader<'_>) -> (bool, LbDefaults, Duration) {
             .seconds("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", UNHEALTHY_WARNING_SECONDS)
             .filter(|s| *s > 0),
         keep_foreign: r.bool("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN").unwrap_or(false),
+        sharing_namespaces,
     };
     (enabled, defaults, max_age)
 }
@@ -193,6 +210,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "true"),
             ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5m"),
             ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "true"),
+            ("HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES", "edge, shop,"),
         ]);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!enabled);
@@ -216,6 +234,7 @@ mod tests {
                 health_check_local_endpoints: true,
                 unhealthy_target_warning_after: Some(300),
                 keep_foreign: true,
+                sharing_namespaces: SharingNamespaces::Listed(["edge".into(), "shop".into()].into()),
             }
         );
     }
@@ -235,6 +254,7 @@ mod tests {
             ("HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_LOCAL_ENDPOINTS", "yes"),
             ("HCLOUD_LOAD_BALANCERS_UNHEALTHY_TARGET_WARNING_AFTER", "5"),
             ("HCLOUD_LOAD_BALANCERS_KEEP_FOREIGN", "keep"),
+            ("HCLOUD_LOAD_BALANCERS_SHARING_NAMESPACES", "shop,Team_A"),
         ]);
         let text = errors.join("\n");
         for needle in [
@@ -249,10 +269,12 @@ mod tests {
             "HEALTH_CHECK_LOCAL_ENDPOINTS: \"yes\" is not a boolean",
             "UNHEALTHY_TARGET_WARNING_AFTER: \"5\" is not a duration",
             "KEEP_FOREIGN: \"keep\" is not a boolean",
+            "SHARING_NAMESPACES: Team_A is not a namespace name; accepted: namespace names separated by commas, or * \
+             for all",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
-        assert_eq!(errors.len(), 11);
+        assert_eq!(errors.len(), 12);
     }
 
     #[test]

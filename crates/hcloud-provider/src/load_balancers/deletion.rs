@@ -88,7 +88,7 @@ impl HcloudLoadBalancers {
         Ok(())
     }
 
-    async fn delete_found(&self, svc: &Service, lb: &LoadBalancer, service: &str) -> Result<(), CloudError> {
+    pub(super) async fn delete_found(&self, svc: &Service, lb: &LoadBalancer, service: &str) -> Result<(), CloudError> {
         let protected = |lb: &LoadBalancer| {
             self.publish(ProviderEvent::warning(
                 EventObject::service(svc),

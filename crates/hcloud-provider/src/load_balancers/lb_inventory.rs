@@ -59,6 +59,16 @@ pub enum Found {
     ByName(Arc<LoadBalancer>),
 }
 
+impl Found {
+    /// The Load Balancer found, by label or by name.
+    pub fn into_option(self) -> Option<Arc<LoadBalancer>> {
+        match self {
+            Found::None => None,
+            Found::ByLabel(lb) | Found::ByName(lb) => Some(lb),
+        }
+    }
+}
+
 /// Lookup failures.
 #[derive(Debug, thiserror::Error)]
 pub enum LookupError {
@@ -211,6 +221,21 @@ impl LbInventory {
             Found::ByLabel(lb) => Ok(Some(lb)),
             _ => Ok(None),
         }
+    }
+
+    /// Every Load Balancer of the list for which `pred` holds (stale ones read again first,
+    /// gone ones left out).
+    pub async fn matching(&self, pred: impl Fn(&LoadBalancer) -> bool) -> Result<Vec<Arc<LoadBalancer>>, Error> {
+        self.ensure_listed().await?;
+        let ids: Vec<LoadBalancerId> =
+            self.lock().entries.iter().filter(|(_, e)| pred(&e.lb)).map(|(id, _)| *id).collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(lb) = self.current(id).await?.filter(|lb| pred(lb)) {
+                out.push(lb);
+            }
+        }
+        Ok(out)
     }
 
     /// The Load Balancer `id`, read again if stale; `None` if it is gone.

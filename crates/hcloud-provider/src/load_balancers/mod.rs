@@ -39,6 +39,7 @@ mod ports;
 mod provider;
 pub mod release_plan;
 pub mod services;
+pub mod sharing;
 pub mod spec;
 pub mod status;
 pub mod target_health;

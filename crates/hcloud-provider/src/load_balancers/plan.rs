@@ -23,6 +23,7 @@ use hcloud_api::models::{
 use super::annotations::{self as a, Invalid, LABEL_SERVICE_UID};
 use super::ownership::Record;
 use super::services::{DesiredService, apply_update};
+use super::sharing::LABEL_KEY as LABEL_SHARING_KEY;
 use super::spec::{LbSpec, Placement};
 use super::targets::{ServerTarget, TargetRef};
 
@@ -131,7 +132,7 @@ pub struct Desired<'a> {
 /// A Load Balancer found by name that carries another owner's identity label: never adopted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "Load Balancer {name} ({id}) carries the label {LABEL_SERVICE_UID}={owner}: it belongs to another Service (or \
+    "Load Balancer {name} ({id}) carries the label {label}={owner}: it belongs to another Service (or \
      another cluster) and is not adopted, nothing was changed; choose another name with the annotation {}, or \
      remove the label from that Load Balancer to hand it over",
     a::NAME
@@ -141,7 +142,9 @@ pub struct OwnedElsewhere {
     pub name: String,
     /// The Load Balancer's id.
     pub id: LoadBalancerId,
-    /// The value of its identity label.
+    /// The label that makes it someone else's: the identity label, or a shared one's key.
+    pub label: &'static str,
+    /// The label's value.
     pub owner: String,
 }
 
@@ -151,10 +154,16 @@ pub struct OwnedElsewhere {
 /// rewrite its label, services and targets, two Services would fight over it, and deleting
 /// either Service would delete it.
 pub fn check_adoption(lb: &LoadBalancer, uid: &str) -> Result<(), OwnedElsewhere> {
+    let elsewhere =
+        |label, owner: &String| OwnedElsewhere { name: lb.name.clone(), id: lb.id, label, owner: owner.clone() };
+    // A shared Load Balancer belongs to its group's members: never adopted by name.
+    if let Some(key) = lb.labels.get(LABEL_SHARING_KEY) {
+        return Err(elsewhere(LABEL_SHARING_KEY, key));
+    }
     match lb.labels.get(LABEL_SERVICE_UID) {
         None => Ok(()),
         Some(owner) if owner == uid => Ok(()),
-        Some(owner) => Err(OwnedElsewhere { name: lb.name.clone(), id: lb.id, owner: owner.clone() }),
+        Some(owner) => Err(elsewhere(LABEL_SERVICE_UID, owner)),
     }
 }
 
@@ -194,6 +203,31 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
         });
         ops.push(LbOp::Update(UpdateLoadBalancerRequest { name: rename.then(|| spec.name.clone()), labels }));
     }
+    ops.extend(plan_settings(lb, want));
+
+    // Services and targets are planned against the Load Balancer as the settings leave it
+    // (e.g. a re-attached network has dropped the private-IP targets).
+    let mut model = lb.clone();
+    for op in &ops {
+        apply(&mut model, op);
+    }
+
+    // With keep-foreign only what is recorded as ours is removed.
+    let owned = Record::from_labels(&lb.labels);
+    let ours_port = |p: &u16| !spec.keep_foreign || owned.ports.contains(p);
+    let ours_target = |t: &TargetSpec| !spec.keep_foreign || target_ref(t).is_some_and(|r| owned.targets.contains(&r));
+    let (parts, max_targets_reached) = plan_parts(&model, lb, want, ours_port, ours_target);
+    ops.extend(parts);
+    record_ownership(lb, want, &owned, &max_targets_reached, &mut ops);
+    Plan { ops, max_targets_reached }
+}
+
+/// The Load Balancer-wide settings `want` asks for and `lb` lacks: reverse DNS, algorithm,
+/// type (only when configured), networks, public interface. The name and labels are not
+/// among them.
+pub fn plan_settings(lb: &LoadBalancer, want: &Desired<'_>) -> Vec<LbOp> {
+    let spec = want.spec;
+    let mut ops = Vec::new();
     if let (Some(ptr), Some(ip)) = (&spec.ipv4_rdns, lb.public_net.ipv4.ip)
         && lb.public_net.ipv4.dns_ptr.as_ref() != Some(ptr)
     {
@@ -238,17 +272,22 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
         _ => {}
     }
 
-    // Services and targets are planned against the Load Balancer as the settings leave it
-    // (e.g. a re-attached network has dropped the private-IP targets).
-    let mut model = lb.clone();
-    for op in &ops {
-        apply(&mut model, op);
-    }
+    ops
+}
 
-    // With keep-foreign only what is recorded as ours is removed.
-    let owned = Record::from_labels(&lb.labels);
-    let ours_port = |p: &u16| !spec.keep_foreign || owned.ports.contains(p);
-    let ours_target = |t: &TargetSpec| !spec.keep_foreign || target_ref(t).is_some_and(|r| owned.targets.contains(&r));
+/// The services and targets that turn `model` (the Load Balancer as its settings leave it;
+/// `lb` as observed, for its type) into `want`: only ports and targets for which `ours_port` /
+/// `ours_target` hold are removed. Returns the operations and the Nodes left out for the
+/// type's target limit.
+pub fn plan_parts(
+    model: &LoadBalancer,
+    lb: &LoadBalancer,
+    want: &Desired<'_>,
+    ours_port: impl Fn(&u16) -> bool,
+    ours_target: impl Fn(&TargetSpec) -> bool,
+) -> (Vec<LbOp>, Vec<ServerTarget>) {
+    let spec = want.spec;
+    let mut ops = Vec::new();
     let mut stale: Vec<u16> = model
         .services
         .iter()
@@ -314,8 +353,7 @@ pub fn plan_update(lb: &LoadBalancer, want: &Desired<'_>) -> Plan {
         ops.push(LbOp::AddTarget { target: target_spec(t.target, spec.use_private_ip), node: t.node.clone() });
         count += 1;
     }
-    record_ownership(lb, want, &owned, &max_targets_reached, &mut ops);
-    Plan { ops, max_targets_reached }
+    (ops, max_targets_reached)
 }
 
 /// The record `want` leaves on the Load Balancer: with keep-foreign, its ports and the targets

@@ -605,6 +605,16 @@ fn create_needs_a_location_or_network_zone() {
 }
 
 #[test]
+fn a_shared_load_balancer_is_never_adopted_by_name() {
+    // Even without an identity label: naming it must not let a Service take over its members'
+    // services and targets.
+    let shared = observed(json!({"name": "shop-web-1a2b3c4d", "labels": {"hcloud-ccm/sharing-key": "web"}}));
+    let e = check_adoption(&shared, UID).expect_err("a group's");
+    assert_eq!(e.label, "hcloud-ccm/sharing-key");
+    assert!(e.to_string().contains("carries the label hcloud-ccm/sharing-key=web"), "{e}");
+}
+
+#[test]
 fn adoption_by_name_only_of_an_unlabelled_load_balancer_or_our_own() {
     let unlabelled = observed(json!({"name": "shop-lb", "labels": {"env": "prod"}}));
     assert_eq!(check_adoption(&unlabelled, UID), Ok(()), "the upgrade path from older official CCMs");
@@ -617,6 +627,7 @@ fn adoption_by_name_only_of_an_unlabelled_load_balancer_or_our_own() {
             OwnedElsewhere {
                 name: "shop-lb".into(),
                 id: hcloud_api::models::LoadBalancerId(4711),
+                label: LABEL_SERVICE_UID,
                 owner: owner.into()
             }
         );

@@ -19,6 +19,8 @@ use super::defaults::LbDefaults;
 use super::lb_inventory::{Found, LbInventory, LookupError};
 use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
 use super::services::desired_services_by_port;
+use super::sharing;
+use super::sharing::{After, Group, create_labels, plan_shared};
 use super::spec::{InvalidService, LbSpec, StatusSpec, leaving};
 use super::status::status;
 use super::target_health::HealthWarnings;
@@ -54,6 +56,8 @@ pub struct HcloudLoadBalancers {
     /// Watches the targets of each synced Load Balancer and warns about those unhealthy for
     /// longer than the Service allows.
     health: Arc<HealthWarnings>,
+    /// One lock per sharing group (`sharing-key`): its members sync one at a time.
+    group_locks: Mutex<HashMap<Group, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 enum Mode {
@@ -146,6 +150,7 @@ impl HcloudLoadBalancers {
             metrics: HcloudMetrics::default(),
             robot: RobotMode::Off,
             health,
+            group_locks: Mutex::default(),
         }
     }
 
@@ -191,9 +196,15 @@ impl HcloudLoadBalancers {
         svc: &Service,
         nodes: &[Node],
         mode: Mode,
+        cluster: &str,
     ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        let spec = LbSpec::from_service(svc, &self.defaults, self.network).map_err(invalid)?;
-        self.reconcile_spec(svc, &spec, nodes, mode).await
+        let mut spec = LbSpec::from_service(svc, &self.defaults, self.network).map_err(invalid)?;
+        if let Some(group) = &spec.sharing
+            && !spec.name_annotated
+        {
+            spec.name = group.default_name(cluster);
+        }
+        self.reconcile_spec(svc, &spec, nodes, mode, cluster).await
     }
 
     /// Robot server number → public IPv4, from the cached Robot list, if any Node is a Robot
@@ -227,6 +238,7 @@ impl HcloudLoadBalancers {
         spec: &LbSpec,
         nodes: &[Node],
         mode: Mode,
+        cluster: &str,
     ) -> Result<Option<LoadBalancerStatus>, CloudError> {
         let owner = EventObject::service(svc);
         let service = &spec.service;
@@ -255,18 +267,36 @@ impl HcloudLoadBalancers {
         // anything is created (a managed certificate) or sent. Failures of actions tracked before
         // this lookup were handled already (event, fresh read).
         let since = tokio::time::Instant::now();
-        let found = match self.inventory.find(&spec.uid, Some(&spec.name)).await {
-            Ok(Found::ByName(cached)) => self.adoptable(&cached, spec).await?,
-            found => found.map_err(|e| lookup_error(service, e))?,
+        // A Service leaves the groups it is no longer in first (never while holding a group's
+        // lock: two Services swapping groups would wait on each other).
+        self.leave_groups(svc, &spec.uid, cluster, spec.sharing.as_ref(), After::OwnLoadBalancer).await?;
+        let group_lock = spec.sharing.as_ref().map(|g| self.group_lock(g));
+        let _turn = match &group_lock {
+            Some(l) => Some(l.lock().await),
+            None => None,
+        };
+        let mut leftover = None;
+        let found = match &spec.sharing {
+            Some(group) => {
+                let found = self.find_group(group, cluster, &spec.uid, service).await?;
+                if found.group.is_some() {
+                    leftover = found.dedicated.clone();
+                }
+                found.group.or(found.dedicated)
+            }
+            None => match self.inventory.find(&spec.uid, Some(&spec.name)).await {
+                Ok(Found::ByName(cached)) => self.adoptable(&cached, spec).await?.into_option(),
+                // Read fresh and checked by `adoptable`: its labels are the ones the plan keeps.
+                found => found.map_err(|e| lookup_error(service, e))?.into_option(),
+            },
         };
         let existing = match found {
-            // Read fresh and checked by `adoptable`: its labels are the ones the plan keeps.
-            Found::ByLabel(lb) | Found::ByName(lb) => Some(lb),
-            Found::None if matches!(mode, Mode::Update) => {
+            Some(lb) => Some(lb),
+            None if matches!(mode, Mode::Update) => {
                 debug!(service = %service, "no Load Balancer to update");
                 return Ok(None);
             }
-            Found::None => None,
+            None => None,
         };
         let (target, type_warnings) = self.choose_type(spec, existing).await?;
         let certificates = self.catalog.certificates_for(spec, &owner).await.map_err(|e| catalog_error(service, e))?;
@@ -282,13 +312,22 @@ impl HcloudLoadBalancers {
         let lb = match &target {
             Target::Existing { lb, .. } => lb.clone(),
             Target::New(t) => {
-                let (lb, not_added) = self.create(&want, t, &owner).await?;
+                let (lb, not_added) = self.create(&want, t, &owner, cluster).await?;
                 full = not_added;
                 lb
             }
         };
-        let plan = plan_update(&lb, &want);
+        let plan = match &spec.sharing {
+            Some(group) => plan_shared(&lb, &want, group, cluster)
+                .map_err(|conflicts| shared::conflict_error(service, &lb, group, &conflicts))?,
+            None => plan_update(&lb, &want),
+        };
         let lb = self.execute(&lb, plan, &owner, &targets, &mut full, since).await?;
+        if let Some(own) = leftover.filter(|own| own.id != lb.id) {
+            // Joined the group's Load Balancer: the one of its own is no longer needed.
+            info!(service = %service, load_balancer = %own.id, "joined a shared Load Balancer; deleting the Service's own");
+            self.delete_found(svc, &own, service).await?;
+        }
         // Replaced managed certificates go only once the services use the new one.
         self.catalog.retire(&certificates.retire, &lb, spec, &owner).await;
         let mut reported = BTreeSet::new();
@@ -319,15 +358,20 @@ impl HcloudLoadBalancers {
         want: &Desired<'_>,
         lb_type: &LoadBalancerType,
         owner: &EventObject,
+        cluster: &str,
     ) -> Result<(Arc<LoadBalancer>, Vec<ServerTarget>), CloudError> {
         let spec = want.spec;
         let service = &spec.service;
-        let (request, full) = plan_create(want, lb_type).map_err(|inv| {
+        let (mut request, full) = plan_create(want, lb_type).map_err(|inv| {
             CloudError::failed(
                 INVALID,
                 format!("Service {service} cannot get a new Load Balancer, nothing was created: {inv}"),
             )
         })?;
+        if let Some(group) = &spec.sharing {
+            let ports: Vec<u16> = request.services.iter().map(|s| s.listen_port).collect();
+            request.labels = create_labels(&request.labels, spec, group, cluster, &ports);
+        }
         match self.client.load_balancers().create(&request).await {
             Ok(created) => {
                 let id = created.resource.id;
@@ -341,8 +385,17 @@ impl HcloudLoadBalancers {
             }
             Err(e) if e.is_outcome_unknown() => {
                 // The create may have happened: never create again before looking it up.
-                self.inventory.mark_uncertain(&spec.uid);
                 warn!(service = %service, error = %e, "the answer to creating the Load Balancer was lost; looking it up by label");
+                if let Some(group) = &spec.sharing {
+                    // Found by its group's labels from now on: read the list again.
+                    self.inventory.relist().await.map_err(|l| api_error(&format!("Service {service}: listing"), l))?;
+                    let found = self.find_group(group, cluster, &spec.uid, service).await?;
+                    return match found.group {
+                        Some(lb) => Ok((lb, full)),
+                        None => Err(api_error(&format!("Service {service}: creating its shared Load Balancer"), e)),
+                    };
+                }
+                self.inventory.mark_uncertain(&spec.uid);
                 match self.inventory.find_by_label(&spec.uid).await {
                     Ok(Some(lb)) => Ok((lb, full)),
                     Ok(None) => Err(api_error(&format!("Service {service}: creating its Load Balancer"), e)),
@@ -488,7 +541,13 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         self.metrics.operation("hcloud/loadBalancers.GetLoadBalancer");
         let uid = svc.metadata.uid.as_deref().unwrap_or_default();
         let service = service_name(svc);
-        let lb = self.inventory.find_by_label(uid).await.map_err(|e| reason_in_message(lookup_error(&service, e)))?;
+        let mut lb =
+            self.inventory.find_by_label(uid).await.map_err(|e| reason_in_message(lookup_error(&service, e)))?;
+        if lb.is_none() {
+            let what = format!("Service {service}: looking up its shared Load Balancer");
+            let shared = self.inventory.matching(|lb| sharing::is_member(lb, uid)).await;
+            lb = shared.map_err(|e| reason_in_message(api_error(&what, e)))?.into_iter().next();
+        }
         if lb.is_none() && leaving(svc) {
             // The controller deletes nothing when nothing is found: forgotten here (the API was
             // asked if a create was uncertain).
@@ -506,19 +565,19 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
 
     async fn ensure_load_balancer(
         &self,
-        _cluster: &str,
+        cluster: &str,
         svc: &Service,
         nodes: &[Node],
     ) -> Result<LoadBalancerStatus, CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancer");
-        let status = self.reconcile(svc, nodes, Mode::Ensure).await.map_err(reason_in_message)?;
+        let status = self.reconcile(svc, nodes, Mode::Ensure, cluster).await.map_err(reason_in_message)?;
         // Ensure always creates when nothing is found, so a status exists.
         Ok(status.unwrap_or_default())
     }
 
-    async fn update_load_balancer(&self, _cluster: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
+    async fn update_load_balancer(&self, cluster: &str, svc: &Service, nodes: &[Node]) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.UpdateLoadBalancer");
-        self.reconcile(svc, nodes, Mode::Update).await.map(|_| ()).map_err(reason_in_message)
+        self.reconcile(svc, nodes, Mode::Update, cluster).await.map(|_| ()).map_err(reason_in_message)
     }
 
     /// The keys the `node-selector` annotation looks at (none when it is absent or invalid:
@@ -527,12 +586,13 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
         node_selector_keys(svc)
     }
 
-    async fn ensure_load_balancer_deleted(&self, _cluster: &str, svc: &Service) -> Result<(), CloudError> {
+    async fn ensure_load_balancer_deleted(&self, cluster: &str, svc: &Service) -> Result<(), CloudError> {
         self.metrics.operation("hcloud/loadBalancers.EnsureLoadBalancerDeleted");
         let uid = svc.metadata.uid.clone().unwrap_or_default();
         let service = service_name(svc);
         self.health.unwatch(&uid);
         self.metrics.forget_target_ports(&service);
+        self.leave_groups(svc, &uid, cluster, None, After::Nothing).await.map_err(reason_in_message)?;
         self.delete(svc, &uid, &service).await.map_err(reason_in_message)
     }
 
@@ -549,6 +609,8 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
 mod adoption;
 #[path = "deletion.rs"]
 mod deletion;
+#[path = "shared.rs"]
+mod shared;
 #[path = "type_lookup.rs"]
 mod type_lookup;
 

@@ -22,6 +22,7 @@ pub use super::port_spec::{CertRef, CertificateSpec, HealthProtocol, HealthSpec,
 use super::port_spec::{bool_or, certificates, health, transport};
 pub use super::ports::PortSettings;
 use super::ports::{ip_mode, port_settings, ports_annotated};
+use super::sharing::Group;
 
 /// Where a new Load Balancer is created (create-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +112,8 @@ pub struct LbSpec {
     pub unhealthy_target_warning_after: Option<std::time::Duration>,
     /// Targets and services not recorded as hcloud-ccm's are kept (`super::ownership`).
     pub keep_foreign: bool,
+    /// The group whose Load Balancer it shares (`sharing-key`), if any.
+    pub sharing: Option<Group>,
 }
 
 /// A Service whose annotations cannot be used; nothing was changed because of it.
@@ -303,6 +306,13 @@ impl LbSpec {
 
         let keep_foreign = bool_or(&mut r, a::KEEP_FOREIGN, Some(defaults.keep_foreign)).unwrap_or(false);
 
+        let sharing = r.string(a::SHARING_KEY).filter(|k| !k.is_empty()).and_then(|key| {
+            let namespace = svc.metadata.namespace.as_deref().unwrap_or("default");
+            Group::of(namespace, &key, &defaults.sharing_namespaces)
+                .map_err(|accepted| r.invalid(a::SHARING_KEY, &key, accepted))
+                .ok()
+        });
+
         if !r.problems.is_empty() {
             let mut problems: Vec<Invalid> = Vec::with_capacity(r.problems.len());
             for p in r.problems {
@@ -338,6 +348,7 @@ impl LbSpec {
             status,
             unhealthy_target_warning_after,
             keep_foreign,
+            sharing,
         })
     }
 }
