@@ -26,7 +26,10 @@
 //! 1), BENCH_SERVICES (default 100), BENCH_NODES (default 50), BENCH_IDLE_SECS (default 300),
 //! BENCH_ACTION_DELAY_MS (how long the fake's actions take, default 500), BENCH_CCM_ARGS
 //! (extra flags for both, e.g. "--concurrent-service-syncs=5"),
-//! BENCH_REQUEST_LOG_DIR (write each run's request log there).
+//! BENCH_REQUEST_LOG_DIR (write each run's request log there), BENCH_SHARING_GROUPS (default 0:
+//! a Load Balancer per Service; G > 0: Service i carries `sharing-key: group-<i mod G>` and
+//! listens on port 80 + i / G, so G shared Load Balancers hold S / G services each — hcloud-ccm
+//! only, run it with BENCH_SUBJECTS=ours).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, missing_docs)]
 
@@ -51,15 +54,22 @@ const QUIET: Duration = Duration::from_secs(12);
 /// Longest a phase may take.
 const LIMIT: Duration = Duration::from_secs(3600);
 
-fn service(i: usize) -> Service {
+fn service(i: usize, groups: usize) -> Service {
     let mut svc = Service::default();
     svc.metadata.name = Some(format!("svc-{i:03}"));
+    let port = if groups > 0 {
+        let key = ("load-balancer.hetzner.cloud/sharing-key".to_owned(), format!("group-{}", i % groups));
+        svc.metadata.annotations = Some(BTreeMap::from([key]));
+        80 + (i / groups) as i32
+    } else {
+        80
+    };
     svc.spec = Some(ServiceSpec {
         type_: Some("LoadBalancer".into()),
         selector: Some(BTreeMap::from([("app".to_owned(), format!("app-{i:03}"))])),
         ports: Some(vec![ServicePort {
             name: Some("http".into()),
-            port: 80,
+            port,
             protocol: Some("TCP".into()),
             ..Default::default()
         }]),
@@ -88,13 +98,21 @@ struct Bench {
     idle: Duration,
     action_delay: Duration,
     extra: Vec<String>,
+    /// Sharing groups (0: none).
+    groups: usize,
 }
 
 impl Bench {
+    /// How many Load Balancers the Services get, and how many services each holds.
+    fn layout(&self) -> (usize, usize) {
+        if self.groups == 0 { (self.services, 1) } else { (self.groups, self.services.div_ceil(self.groups)) }
+    }
+
     /// One subject's run; its figures go into `table`, its request counts by phase into
     /// `endpoints`.
     async fn run(&self, subject: Subject, table: &mut Table, endpoints: &mut [Vec<(Subject, RequestCounts)>; 3]) {
         let (services, n) = (self.services, self.n);
+        let (lb_count, per_lb) = self.layout();
         println!("\n# {}", subject.label());
         clean::remove_nodes_and_load_balancer_services(&self.client).await;
         let fake = FakeServer::start(
@@ -129,7 +147,7 @@ impl Bench {
             .for_each_concurrent(16, |i| {
                 let svcs = svcs.clone();
                 async move {
-                    svcs.create(&PostParams::default(), &service(i)).await.expect("create service");
+                    svcs.create(&PostParams::default(), &service(i, self.groups)).await.expect("create service");
                 }
             })
             .await;
@@ -137,8 +155,8 @@ impl Bench {
             let list = svcs.list(&ListParams::default()).await.expect("list");
             let ingress = with_ingress(&list.items);
             let lbs = h.snapshot().load_balancers;
-            let complete = lbs.iter().filter(|l| l.targets.len() == n && l.services.len() == 1).count();
-            if ingress == services && complete == services {
+            let complete = lbs.iter().filter(|l| l.targets.len() == n && l.services.len() == per_lb).count();
+            if ingress == services && complete == lb_count && lbs.len() == lb_count {
                 break started.elapsed();
             }
             assert!(ccm.is_running(), "{} exited:\n{}", ccm.name(), ccm.logs());
@@ -165,11 +183,11 @@ impl Bench {
         register(n).await;
         let added = loop {
             let done = h.snapshot().load_balancers.iter().filter(|l| l.targets.len() == n + 1).count();
-            if done == services {
+            if done == lb_count {
                 break started.elapsed();
             }
             assert!(ccm.is_running(), "{} exited:\n{}", ccm.name(), ccm.logs());
-            assert!(started.elapsed() < LIMIT, "{done}/{services} have the new node:\n{}", ccm.logs());
+            assert!(started.elapsed() < LIMIT, "{done}/{lb_count} have the new node:\n{}", ccm.logs());
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
         compare::wait_quiet(&h, started, QUIET).await;
@@ -180,9 +198,9 @@ impl Bench {
             counts.total
         );
         compare::dump_request_log(&h, &format!("lb_scale-{}-add-node", subject.label()));
-        table.requests(&format!("add one Node to {services} Load Balancers: requests"), subject, Requests::of(&counts));
+        table.requests(&format!("add one Node to {lb_count} Load Balancers: requests"), subject, Requests::of(&counts));
         table.set(
-            &format!("add one Node to {services} Load Balancers: time"),
+            &format!("add one Node to {lb_count} Load Balancers: time"),
             Unit::Secs,
             subject,
             added.as_secs_f64(),
@@ -238,13 +256,14 @@ async fn main() {
     let action_delay = Duration::from_millis(env_or("BENCH_ACTION_DELAY_MS", 500));
     let extra = compare::extra_args();
     let subjects = compare::subjects();
+    let groups = env_or("BENCH_SHARING_GROUPS", 0) as usize;
     println!(
-        "lb_scale: {services} LoadBalancer Services × {n} Nodes, subjects {subjects:?}, {rounds} round(s), chart defaults, extra flags {extra:?}"
+        "lb_scale: {services} LoadBalancer Services × {n} Nodes, {groups} sharing groups, subjects {subjects:?}, {rounds} round(s), chart defaults, extra flags {extra:?}"
     );
 
     let cp = ControlPlane::start().await.expect("control plane");
     let client = cp.admin_client().await.expect("client");
-    let bench = Bench { cp, client, services, n, idle, action_delay, extra };
+    let bench = Bench { cp, client, services, n, idle, action_delay, extra, groups };
     let mut table = Table::new(format!("lb_scale: {services} Services × {n} Nodes, actions {action_delay:?}"));
     let mut endpoints = [Vec::new(), Vec::new(), Vec::new()];
     for round in 1..=rounds {

@@ -13,6 +13,7 @@ mod image_e2e;
 mod lb_certificates_e2e;
 mod lb_e2e;
 mod lb_ports_e2e;
+mod lb_shared_e2e;
 mod lb_targets_e2e;
 mod lb_type_e2e;
 mod leader_election_e2e;

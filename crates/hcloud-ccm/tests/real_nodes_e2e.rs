@@ -1,7 +1,8 @@
 //! End to end with real Nodes: two kubelets (each with its own containerd and kube-proxy, in a
 //! network namespace of its own, `--cloud-provider=external`), kube-controller-manager and
 //! kube-scheduler, the `hcloud-ccm` binary, and the Hetzner fake whose servers carry the nodes'
-//! addresses ([`test_harness::real_node`]). Needs root and cgroup v1, as CI has.
+//! addresses ([`test_harness::real_node`]), including two Services on one shared Load Balancer.
+//! Needs root and cgroup v1, as CI has.
 
 #![allow(clippy::expect_used, clippy::panic, clippy::unwrap_used)]
 
@@ -242,6 +243,51 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
         }
     }
 
+    // Two Services on one shared Load Balancer (sharing-key): one address, each port reaches
+    // its own Service's pods (echo's on 84, local's, now on kn-b, on 85).
+    let mut shared_ips = Vec::new();
+    for (name, app, port) in [("share-echo", "echo", 84), ("share-local", "local", 85)] {
+        let mut svc = load_balancer_service(name, &[("load-balancer.hetzner.cloud/sharing-key", "pair")], &[port]);
+        if let Some(spec) = svc.spec.as_mut() {
+            spec.selector = Some([("app".to_owned(), app.to_owned())].into());
+            if let Some(ports) = spec.ports.as_mut() {
+                ports[0].target_port = Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(8080));
+            }
+        }
+        services.create(&PostParams::default(), &svc).await.expect("service");
+        let svc = wait_for(&services, name, SLOW, "a Load Balancer address", |s: Option<&Service>| {
+            s.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()).is_some()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", ccm.logs()))
+        .expect("service");
+        let ip = svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone());
+        shared_ips.push(ip.expect("ip"));
+    }
+    assert_eq!(shared_ips[0], shared_ips[1], "one address for both Services");
+    let shared_ip = &shared_ips[0];
+    let local_pod: Vec<String> = pods_by_node(&pods, "local").await.into_iter().map(|(_, p)| p).collect();
+    let mut by_port: Vec<(u16, BTreeSet<String>)> = Vec::new();
+    let reached = wait_until(SLOW, "both ports of the shared address answer from their own pods", async || {
+        by_port.clear();
+        for port in [84, 85] {
+            let mut seen = BTreeSet::new();
+            for _ in 0..4 {
+                if let Ok(pod) = get(shared_ip, port).await {
+                    seen.insert(pod);
+                }
+            }
+            by_port.push((port, seen));
+        }
+        by_port[0].1 == echo_pods && by_port[1].1.iter().eq(local_pod.iter())
+    })
+    .await;
+    reached
+        .unwrap_or_else(|e| panic!("{e}: {by_port:?} (echo {echo_pods:?}, local {local_pod:?})\n{:?}", h.data_plane()));
+    for name in ["share-echo", "share-local"] {
+        services.delete(name, &DeleteParams::default()).await.expect("delete service");
+    }
+
     // A server deleted after its kubelet stopped: its Node goes away.
     lab.stop_node("kn-b").await.expect("stop kn-b");
     h.delete_server(servers[1]).expect("delete server");
@@ -250,7 +296,7 @@ async fn kubelet_registered_nodes_are_initialized_and_run_pods() {
         .unwrap_or_else(|e| panic!("{e}\n{}", ccm.logs()));
     services.delete("echo", &DeleteParams::default()).await.expect("delete service");
     services.delete("local", &DeleteParams::default()).await.expect("delete service");
-    wait_until(SLOW, "both Load Balancers deleted", async || h.snapshot().load_balancers.is_empty())
+    wait_until(SLOW, "every Load Balancer deleted", async || h.snapshot().load_balancers.is_empty())
         .await
         .expect("deleted");
 

@@ -14,18 +14,18 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use tracing::{debug, info, warn};
 
 use super::annotations as a;
-use super::catalog::{Catalog, CatalogError};
+use super::catalog::Catalog;
 use super::defaults::LbDefaults;
-use super::lb_inventory::{Found, LbInventory, LookupError};
+use super::lb_inventory::{Found, LbInventory};
 use super::plan::{Desired, LbOp, Plan, apply, plan_create, plan_update};
 use super::services::desired_services_by_port;
 use super::sharing;
 use super::sharing::{After, Group, create_labels, plan_shared};
-use super::spec::{InvalidService, LbSpec, StatusSpec, leaving};
+use super::spec::{LbSpec, StatusSpec, leaving};
 use super::status::status;
 use super::target_health::HealthWarnings;
 use super::targets::{RobotTargets, ServerTarget, desired_targets, node_selector_keys};
-use super::tracker::{ActionTracker, TrackerPolicy, WaitError};
+use super::tracker::{ActionTracker, TrackerPolicy};
 use crate::api_error::api_error;
 use crate::api_error::robot_error;
 use crate::metrics::HcloudMetrics;
@@ -63,60 +63,6 @@ pub struct HcloudLoadBalancers {
 enum Mode {
     Ensure,
     Update,
-}
-
-/// `e` with its reason in front of its message. The service controller reports a failed sync
-/// as upstream's `SyncLoadBalancerFailed` (or `DeleteLoadBalancerFailed`,
-/// `UpdateLoadBalancerFailed`) Warning, whose only text is the error's message: the reason
-/// (`LoadBalancerOwnedElsewhere`, `InvalidLoadBalancerConfiguration`, an API error's, ...)
-/// goes there so the events can be searched by it. Every error of the capability passes here.
-fn reason_in_message(e: CloudError) -> CloudError {
-    match e {
-        CloudError::Failed { reason, message, transient, source } => {
-            CloudError::Failed { message: format!("{reason}: {message}"), reason, transient, source }
-        }
-        CloudError::Refused { reason, message } => {
-            CloudError::Refused { message: format!("{reason}: {message}"), reason }
-        }
-        other => other,
-    }
-}
-
-fn invalid(e: InvalidService) -> CloudError {
-    CloudError::failed(INVALID, e.to_string())
-}
-
-fn catalog_error(service: &str, e: CatalogError) -> CloudError {
-    match e {
-        CatalogError::Invalid(inv) => CloudError::failed(
-            INVALID,
-            format!(
-                "Service {service} has an invalid load balancer configuration, so its Load Balancer is left unchanged: {inv}"
-            ),
-        ),
-        CatalogError::Conflict(m) => {
-            CloudError::failed("ManagedCertificateConflict", format!("Service {service}: {m}"))
-        }
-        CatalogError::Api { what, source } => api_error(&format!("Service {service}: {what}"), source),
-    }
-}
-
-fn wait_error(id: LoadBalancerId) -> impl FnOnce(WaitError) -> CloudError {
-    move |e| match e {
-        WaitError::Failed(f) => CloudError::failed("LoadBalancerActionFailed", f.0),
-        WaitError::Poll(e) => api_error(&format!("Load Balancer {id}: waiting for its actions"), e),
-        // Says nothing about the Load Balancer itself: transient, retried with backoff.
-        e @ WaitError::Timeout { .. } => CloudError::transient("LoadBalancerActionTimeout", e.to_string(), None),
-    }
-}
-
-fn lookup_error(service: &str, e: LookupError) -> CloudError {
-    match e {
-        e @ LookupError::NotUnique { .. } => {
-            CloudError::failed("NonUniqueLoadBalancer", format!("Service {service}: {e}"))
-        }
-        LookupError::Api(e) => api_error(&format!("Service {service}: looking up its Load Balancer"), e),
-    }
 }
 
 impl HcloudLoadBalancers {
@@ -609,6 +555,9 @@ impl LoadBalancerCapability for HcloudLoadBalancers {
 mod adoption;
 #[path = "deletion.rs"]
 mod deletion;
+#[path = "errors.rs"]
+mod errors;
+use errors::{catalog_error, invalid, lookup_error, reason_in_message, wait_error};
 #[path = "shared.rs"]
 mod shared;
 #[path = "type_lookup.rs"]
@@ -620,22 +569,4 @@ pub(super) enum Target {
     Existing { lb: Arc<LoadBalancer>, change: Option<LoadBalancerType> },
     /// A new one, of this type.
     New(LoadBalancerType),
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_reason_leads_the_message_of_failures_and_refusals_only() {
-        let failed = reason_in_message(CloudError::transient("HcloudAPIUnavailable", "Service a/b: boom", None));
-        assert_eq!(failed.to_string(), "HcloudAPIUnavailable: Service a/b: boom");
-        assert!(matches!(failed, CloudError::Failed { transient: true, .. }), "still transient");
-        assert_eq!(failed.reason(), "HcloudAPIUnavailable");
-        let refused = reason_in_message(CloudError::refused("Nope", "no"));
-        assert_eq!((refused.to_string(), refused.awaits_input_change()), ("Nope: no".to_owned(), true));
-        let retry = CloudError::Retry { message: "soon".into(), retry_after: Duration::from_secs(1) };
-        assert_eq!(reason_in_message(retry).to_string(), "soon", "a retry has no reason of its own");
-        assert!(matches!(reason_in_message(CloudError::ImplementedElsewhere), CloudError::ImplementedElsewhere));
-    }
 }
