@@ -8,7 +8,9 @@
 
 use crate::common;
 
-use common::lb::{annotate, create, ensured, fresh_namespace, ingress, lb_ports, lb_service, server_nodes};
+use common::lb::{
+    annotate, create, ensured, fresh_namespace, ingress, lb_ports, lb_service, requests_of_an_unchanged_sync, server_nodes,
+};
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
 use hcloud_fake::wire::LoadBalancer;
@@ -107,6 +109,13 @@ async fn two_services_share_one_load_balancer_and_leave_it_one_by_one() {
     for name in ["late", "odd"] {
         api.delete(name, &DeleteParams::default()).await.expect("delete");
     }
+    wait_until(REACT, "the refused Services are gone", async || {
+        api.get_opt("late").await.ok().flatten().is_none() && api.get_opt("odd").await.ok().flatten().is_none()
+    })
+    .await
+    .unwrap();
+    // A member's sync where nothing changed sends nothing (as a restart's resync).
+    assert_eq!(requests_of_an_unchanged_sync(&env, &api, "mail").await, Vec::<String>::new());
 
     // mail leaves (deleted): only its service goes.
     api.delete("mail", &DeleteParams::default()).await.expect("delete mail");
