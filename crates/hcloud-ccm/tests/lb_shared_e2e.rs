@@ -9,7 +9,8 @@
 use crate::common;
 
 use common::lb::{
-    annotate, create, ensured, fresh_namespace, ingress, lb_ports, lb_service, requests_of_an_unchanged_sync, server_nodes,
+    annotate, create, ensured, fresh_namespace, ingress, lb_ports, lb_service, requests_of_an_unchanged_sync,
+    server_nodes,
 };
 use common::{Env, REACT};
 use hcloud_fake::FakeConfig;
