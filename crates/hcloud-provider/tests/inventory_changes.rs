@@ -201,3 +201,55 @@ async fn a_small_project_lists_on_every_refresh_without_looking() {
         assert_eq!(sent(&p.h), (2 + 2 * round, 0), "as before: one 2-page list per refresh");
     }
 }
+
+/// The fake's network id as the API's.
+fn nid(id: u64) -> NetworkId {
+    NetworkId(i64::try_from(id).unwrap())
+}
+
+#[tokio::test]
+async fn a_network_deleted_with_its_servers_shows_at_the_next_refresh() {
+    let p = project(500, Duration::ZERO).await;
+    let network = nid(p.network);
+    let inv = Inventory::new(p.client.clone(), CacheMode::All).with_network(Some(network));
+    let servers = refresh(&inv, &p.ids).await;
+    assert!(servers.iter().all(|s| s.private_ip_in(network).is_some()));
+    let reads = |h: &FakeHandle| h.request_count("GET /v1/networks/{id}");
+    assert_eq!((sent(&p.h), reads(&p.h)), ((10, 4), 1), "the baseline reads the network too");
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!((sent(&p.h), reads(&p.h)), ((10, 6), 2), "a quiet look: 3 requests, no list");
+
+    // Deleted with every server attached: the API detaches them without a server action.
+    let actions = p.h.request_count("GET /v1/servers/actions");
+    p.client.networks().delete(network).await.unwrap();
+    assert_eq!(p.h.request_count("GET /v1/servers/actions"), actions);
+    age(PERIOD).await;
+    let servers = refresh(&inv, &p.ids).await;
+    assert!(servers.iter().all(|s| s.private_ip_in(network).is_none()), "every InternalIP gone at the next refresh");
+    assert_eq!(sent(&p.h).0, 20, "the look saw the network gone (404) and listed every server");
+    assert_eq!(reads(&p.h), 4, "the look's read, then the new baseline's (404 both)");
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h).0, 20, "still gone: confirmed, not listed again");
+}
+
+#[tokio::test]
+async fn a_network_read_by_the_route_controller_that_shows_a_change_makes_the_next_refresh_list() {
+    let p = project(500, Duration::ZERO).await;
+    let network = nid(p.network);
+    let inv = Inventory::new(p.client.clone(), CacheMode::All).with_network(Some(network));
+    refresh(&inv, &p.ids).await;
+    let attached: Vec<ServerId> = p.ids.iter().map(|id| sid(*id)).collect();
+    // The same servers attached, or another network: nothing changes.
+    inv.network_seen(network, Some(&attached));
+    inv.network_seen(nid(p.network + 1), None);
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (10, 6), "confirmed by a look");
+    // The route controller's read finds the network gone: no look, a list.
+    inv.network_seen(network, None);
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (20, 6 + 4), "listed after a new baseline, without a look first");
+}
