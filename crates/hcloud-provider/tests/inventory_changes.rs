@@ -1,11 +1,16 @@
 //! The address refresh of a large project against the Hetzner fake: a stale server list is
-//! confirmed by one look at the newest server and Primary IP actions (2 requests) instead of
-//! a list of every server, listed again when an action shows a change, and never used for
-//! what changes without an action (a server's status).
+//! confirmed by one look at the newest server and Primary IP actions (2 requests, and the
+//! configured network: 3) instead of a list of every server, listed again when an action or
+//! the network (deleted with its servers attached, which records no action; seen by the look
+//! or by the route controller's read) shows a change, and never used for what changes without
+//! an action (a server's status).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use cloud_provider::Routes as _;
 
 use hcloud_api::models::{AttachServerToNetworkRequest, NetworkId, ServerId};
 use hcloud_api::{Client, RetryPolicy, SecretString};
@@ -14,7 +19,7 @@ use hcloud_fake::wire::ServerStatus;
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
 use hcloud_provider::changes::resync_after;
 use hcloud_provider::config::CacheMode;
-use hcloud_provider::{Inventory, Lookup};
+use hcloud_provider::{HcloudMetrics, HcloudRoutes, Inventory, Lookup, RoutesConfig};
 
 use crate::clock::age;
 
@@ -252,4 +257,30 @@ async fn a_network_read_by_the_route_controller_that_shows_a_change_makes_the_ne
     age(PERIOD).await;
     refresh(&inv, &p.ids).await;
     assert_eq!(sent(&p.h), (20, 6 + 4), "listed after a new baseline, without a look first");
+}
+
+#[tokio::test]
+async fn the_route_controllers_read_of_a_deleted_network_reaches_the_inventory() {
+    let p = project(500, Duration::ZERO).await;
+    let network = nid(p.network);
+    let inv = Arc::new(Inventory::new(p.client.clone(), CacheMode::All).with_network(Some(network)));
+    let config = RoutesConfig {
+        network,
+        network_name: "k8s".to_owned(),
+        cluster_cidrs: vec!["10.244.0.0/16".parse().unwrap()],
+        confirm_max_age: MAX_AGE,
+    };
+    let routes = HcloudRoutes::new(p.client.clone(), inv.clone(), config, HcloudMetrics::default());
+    refresh(&inv, &p.ids).await;
+    routes.list_routes("kubernetes").await.expect("the network's routes");
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (10, 6), "the route read showed the same servers: confirmed by a look");
+
+    p.client.networks().delete(network).await.unwrap();
+    assert!(routes.list_routes("kubernetes").await.is_err(), "the route controller finds it gone");
+    age(PERIOD).await;
+    let servers = refresh(&inv, &p.ids).await;
+    assert!(servers.iter().all(|s| s.private_ip_in(network).is_none()));
+    assert_eq!(sent(&p.h), (20, 6 + 4), "listed (after a new baseline) without a look first");
 }

@@ -10,6 +10,13 @@ use super::{Baseline, Inventory};
 use crate::changes::{self, ListMark, Mark, NetworkMark, Plan};
 
 impl Inventory {
+    /// The inventory whose looks read `network` too (the configured network, whose private
+    /// IPs are the Nodes' InternalIPs).
+    pub fn with_network(mut self, network: Option<NetworkId>) -> Inventory {
+        self.network = network;
+        self
+    }
+
     /// Refreshes the snapshot for addresses unless someone refreshed or confirmed it since
     /// `seen` (generation, confirmations): in a large project (`lookups` hints its size before
     /// the first list) a look at the action lists confirms it when nothing happened since the

@@ -244,13 +244,6 @@ impl Inventory {
         }
     }
 
-    /// The inventory whose looks read `network` too (the configured network, whose private
-    /// IPs are the Nodes' InternalIPs).
-    pub fn with_network(mut self, network: Option<NetworkId>) -> Inventory {
-        self.network = network;
-        self
-    }
-
     /// The cache mode.
     pub fn mode(&self) -> CacheMode {
         self.mode
