@@ -34,8 +34,10 @@
 //!   and `GET /servers` filters by `name`, `label_selector` and `status` and sorts by `id`,
 //!   `name` and `created` only, so finding which server was renamed takes every page (100 at
 //!   5,000 servers: 1,200 requests an hour at a 5-minute refresh) or a request per server.
-//!   A lookup by the new name (a Node without providerID) does not find it in a confirmed
-//!   list and lists again, as today; a restart lists at once.
+//!   hcloud-ccm does not pay that and has no setting for it; after a rename an operator can
+//!   restart it (it lists at start) or make any server action (a reboot, a protection change):
+//!   the next look sees the action and lists. A lookup by the new name (a Node without
+//!   providerID) does not find it in a confirmed list and lists again, as today.
 //!
 //! Primary IPs cannot be deleted while assigned (`must_be_unassigned` since 1 May 2026), so a
 //! public address cannot change without `unassign_primary_ip`.
