@@ -1,6 +1,7 @@
 //! End to end: the address refresh of a large project (500 servers, 10 pages) is confirmed by a
 //! look at the newest server and Primary IP actions instead of listing every server, and a
-//! Primary IP swapped on a Node's server still shows on the Node at the next refresh.
+//! Primary IP swapped on a Node's server, or the configured network deleted with the servers
+//! attached (no server action), still shows on the Node at the next refresh.
 
 #![allow(clippy::expect_used)]
 
@@ -8,7 +9,7 @@ use crate::common;
 
 use common::{Env, REACT, addresses, tainted};
 use hcloud_fake::FakeConfig;
-use hcloud_fake::control::{PublicIpv6Change, SeedServerBatch};
+use hcloud_fake::control::{PublicIpv6Change, SeedNetwork, SeedServerBatch};
 use k8s_openapi::api::core::v1::Node;
 use test_harness::{NodeBuilder, wait_for, wait_until};
 
@@ -77,6 +78,60 @@ async fn idle_refreshes_look_at_actions_and_a_swapped_primary_ip_still_shows() {
     .expect("the new address shows")
     .expect("node exists");
     assert!(addresses(&node).iter().any(|(t, a)| t == "Hostname" && a == "big2"));
+    assert!(h.request_count("GET /v1/servers") >= 10, "one full list (10 pages): {:?}", h.request_counts());
+    drop(ccm);
+}
+
+#[tokio::test]
+async fn a_network_deleted_with_its_servers_attached_takes_the_internal_ip_at_the_next_refresh() {
+    let env = Env::start(FakeConfig::default()).await;
+    let h = env.fake.handle();
+    let net =
+        h.seed_network(&SeedNetwork::new("k8s", "10.0.0.0/8").subnet("10.0.0.0/16", "eu-central")).expect("network");
+    let mut batch = SeedServerBatch::new("big", 500);
+    batch.networks = vec![net.into()];
+    let ids = h.seed_servers(&batch).expect("servers");
+    let ccm = env
+        .ccm(
+            &[("HCLOUD_NETWORK", "k8s"), ("HCLOUD_SERVER_CACHE_MAX_AGE", "1s")],
+            &["--node-status-update-frequency=2s"],
+        )
+        .await;
+    let names: Vec<String> = (1..=10).map(|i| format!("big{i}")).collect();
+    for name in &names {
+        NodeBuilder::new(name.as_str()).register(&env.client).await.expect("node registers");
+    }
+    let internal = h.server(ids[1]).expect("server").private_net[0].ip.clone();
+    wait_for(&env.nodes, "big2", REACT, "initialized with its InternalIP", |n: Option<&Node>| {
+        initialized(n) && n.is_some_and(|n| addresses(n).iter().any(|(t, a)| t == "InternalIP" && *a == internal))
+    })
+    .await
+    .expect("initialized");
+    // Idle refreshes look at the two action lists and read the network, and list no server.
+    wait_until(REACT, "a refresh looked", async || h.request_count("GET /v1/servers/actions") >= 3)
+        .await
+        .expect("a look");
+    h.reset_requests();
+    wait_until(REACT, "three refreshes looked", async || h.request_count("GET /v1/servers/actions") >= 3)
+        .await
+        .expect("refreshes");
+    assert_eq!(h.request_count("GET /v1/servers"), 0, "{:?}", h.request_counts());
+    assert!(h.request_count("GET /v1/networks/{id}") >= 2, "each look reads the network: {:?}", h.request_counts());
+
+    // Deleted with every server attached: no server action; the next refresh lists.
+    let client = hcloud_api::Client::builder(hcloud_api::SecretString::from(common::TOKEN.to_owned()))
+        .endpoint(env.fake.base_url())
+        .build()
+        .expect("client");
+    let actions = h.request_count("GET /v1/servers/actions");
+    client.networks().delete(hcloud_api::models::NetworkId(net as i64)).await.expect("delete the network");
+    assert_eq!(h.server(ids[1]).expect("server").private_net.len(), 0, "detached");
+    wait_for(&env.nodes, "big2", REACT, "big2 lost its InternalIP", |n: Option<&Node>| {
+        n.is_some_and(|n| !addresses(n).iter().any(|(t, _)| t == "InternalIP"))
+    })
+    .await
+    .expect("the InternalIP goes");
+    assert!(h.request_count("GET /v1/servers/actions") > actions);
     assert!(h.request_count("GET /v1/servers") >= 10, "one full list (10 pages): {:?}", h.request_counts());
     drop(ccm);
 }

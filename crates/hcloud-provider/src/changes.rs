@@ -1,6 +1,6 @@
 //! Change detection for the shared server inventory: whether the last server list still
-//! holds every Node's addresses and labels, seen in two requests instead of a list of every
-//! server. Pure decisions; [`crate::inventory`] sends the requests.
+//! holds every Node's addresses and labels, seen in two or three requests instead of a list
+//! of every server. Pure decisions; [`crate::inventory`] sends the requests.
 //!
 //! Hetzner records every change to what a Node is made of as an action: `create_server`,
 //! `delete_server`, `attach_to_network`/`detach_from_network` (InternalIP), `change_type`
@@ -10,6 +10,18 @@
 //! says later whether anything happened since: if neither newest action changed and none was
 //! running then, the list is as current as a new one for addresses, types, regions and zones.
 //!
+//! One change to an address has no action: `DELETE /networks/{id}` detaches every server
+//! attached to the network and answers `204` without an action ("Attached resources will be
+//! detached automatically", Hetzner's API description). Only the configured network
+//! (`HCLOUD_NETWORK`) gives Nodes an address, so when one is configured each look also reads
+//! it (`GET /networks/{id}`, one more request): its attached servers, or `404` once it is
+//! gone ([`NetworkMark`]); a look that finds them other than at the baseline lists every
+//! server. The route controller reads the same network for its routes (on every reconcile
+//! and at its 4-minute resync); those reads are reported to the inventory too
+//! ([`network_changed`]), so a deletion they see is listed at the next refresh without
+//! waiting for a look. The look still reads the network itself: a route read may come just
+//! before the deletion, and only a read at the refresh bounds the delay by one refresh.
+//!
 //! Changes without an action, and why a confirmed list is still right for them:
 //! - a shutdown from inside the server (status `off`): no address or label depends on the
 //!   status; the lifecycle checks never take a confirmed answer (they ask for current data,
@@ -17,18 +29,24 @@
 //! - label edits through `PUT /servers/{id}`: a server's labels are not copied to its Node;
 //! - a rename through `PUT /servers/{id}`: the Node's `Hostname` address follows the server's
 //!   name. This is the one address that can go stale: it shows at the next safety resync (a
-//!   real list, [`resync_after`]) instead of within 5 minutes. A lookup by the new name (a
-//!   Node without providerID) does not find it in a confirmed list and lists again, as today;
-//! - a network deleted with servers attached (`DELETE /networks/{id}` detaches them without
-//!   a server action): the InternalIP of that network goes at the next safety resync, like a
-//!   rename (the route controller's own network read reports the network gone meanwhile).
+//!   real list, [`resync_after`]: 2 hours at 5,000 servers) instead of within 5 minutes. No
+//!   cheap request shows a rename: `PUT` records no action, the server has no update time,
+//!   and `GET /servers` filters by `name`, `label_selector` and `status` and sorts by `id`,
+//!   `name` and `created` only, so finding which server was renamed takes every page (100 at
+//!   5,000 servers: 1,200 requests an hour at a 5-minute refresh) or a request per server.
+//!   hcloud-ccm does not pay that and has no setting for it; after a rename an operator can
+//!   restart it (it lists at start) or make any server action (a reboot, a protection change):
+//!   the next look sees the action and lists. A lookup by the new name (a Node without
+//!   providerID) does not find it in a confirmed list and lists again, as today.
 //!
 //! Primary IPs cannot be deleted while assigned (`must_be_unassigned` since 1 May 2026), so a
 //! public address cannot change without `unassign_primary_ip`.
 
 use std::time::Duration;
 
-use hcloud_api::models::{Action, ActionId, ActionStatus};
+use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+
+use hcloud_api::models::{Action, ActionId, ActionStatus, ServerId};
 
 /// What one action list showed: its newest action, and whether any action was running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,13 +67,44 @@ impl ListMark {
     }
 }
 
-/// What the server and Primary IP action lists showed at one moment.
+/// What the configured network showed (`GET /networks/{id}`): which servers are attached, or
+/// that it is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMark {
+    /// The network answered `404`: deleted, every server detached.
+    Gone,
+    /// The network exists with these servers attached.
+    Attached {
+        /// How many.
+        servers: usize,
+        /// A digest of their sorted ids (the ids themselves would make a mark as large as a
+        /// page of servers; equal sets always give equal digests).
+        digest: u64,
+    },
+}
+
+impl NetworkMark {
+    /// The mark of a network with `servers` attached, in any order.
+    pub fn attached(servers: &[ServerId]) -> NetworkMark {
+        let mut ids: Vec<i64> = servers.iter().map(|s| s.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut h = DefaultHasher::new();
+        ids.hash(&mut h);
+        NetworkMark::Attached { servers: ids.len(), digest: h.finish() }
+    }
+}
+
+/// What the server and Primary IP action lists (and the configured network) showed at one
+/// moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Mark {
     /// `GET /servers/actions`.
     pub servers: ListMark,
     /// `GET /primary_ips/actions`.
     pub primary_ips: ListMark,
+    /// `GET /networks/{id}` of the configured network; `None` without one.
+    pub network: Option<NetworkMark>,
 }
 
 impl Mark {
@@ -64,8 +113,13 @@ impl Mark {
     }
 }
 
-/// Requests one look at both action lists costs.
+/// Requests one look at both action lists costs (one more with a network: [`look_requests`]).
 pub const LOOK_REQUESTS: u32 = 2;
+
+/// Requests one look costs: both action lists, and the configured network if there is one.
+pub fn look_requests(network: bool) -> u32 {
+    LOOK_REQUESTS + u32::from(network)
+}
 
 /// Pages of the safety resync's server lists per hour: a confirmed list is replaced by a real
 /// one after `pages × 72 s` (see [`resync_after`]), so the resyncs cost about 50 requests an
@@ -111,12 +165,22 @@ pub fn plan(pages: u32, baseline: Option<&Mark>, since_list: Duration) -> Plan {
 
 /// Whether the action lists look as they did at the baseline: the same newest actions, and
 /// nothing running then or now (an action running at the baseline may have finished after
-/// the list was taken, its effect missing from it).
+/// the list was taken, its effect missing from it); and the network, if any, has the same
+/// servers attached (or is still gone).
 pub fn unchanged(baseline: &Mark, now: &Mark) -> bool {
     !baseline.running()
         && !now.running()
         && baseline.servers.newest == now.servers.newest
         && baseline.primary_ips.newest == now.primary_ips.newest
+        && baseline.network == now.network
+}
+
+/// Whether a read of the configured network made elsewhere (the route controller's) shows a
+/// change since the baseline: then the list is no longer confirmed. Without a baseline, or
+/// one taken without the network, there is nothing to compare (the next refresh lists, or
+/// looks at the network itself).
+pub fn network_changed(baseline: Option<&Mark>, seen: NetworkMark) -> bool {
+    baseline.and_then(|b| b.network).is_some_and(|at_baseline| at_baseline != seen)
 }
 
 #[cfg(test)]
@@ -127,7 +191,12 @@ mod tests {
         Mark {
             servers: ListMark { newest: servers.map(ActionId), running: false },
             primary_ips: ListMark { newest: primary_ips.map(ActionId), running: false },
+            network: None,
         }
+    }
+
+    fn ids(ids: &[i64]) -> Vec<ServerId> {
+        ids.iter().copied().map(ServerId).collect()
     }
 
     fn action(id: i64, status: &str) -> Action {
@@ -201,5 +270,36 @@ mod tests {
             ListMark::from_actions(Some(&newest_running), None),
             ListMark { newest: Some(ActionId(6)), running: true }
         );
+    }
+
+    #[test]
+    fn network_marks_are_the_set_of_attached_servers() {
+        assert_eq!(NetworkMark::attached(&ids(&[3, 1, 2])), NetworkMark::attached(&ids(&[1, 2, 3, 3])));
+        assert_ne!(NetworkMark::attached(&ids(&[1, 2, 3])), NetworkMark::attached(&ids(&[1, 2])));
+        assert_ne!(NetworkMark::attached(&ids(&[1, 2, 3])), NetworkMark::attached(&ids(&[1, 2, 4])));
+        assert_ne!(NetworkMark::attached(&[]), NetworkMark::Gone, "no server attached is not gone");
+        assert!(matches!(NetworkMark::attached(&ids(&[9, 5])), NetworkMark::Attached { servers: 2, .. }));
+        assert_eq!(look_requests(false), 2);
+        assert_eq!(look_requests(true), 3);
+    }
+
+    #[test]
+    fn a_deleted_or_changed_network_is_a_change() {
+        let attached = NetworkMark::attached(&ids(&[1, 2, 3]));
+        let base = Mark { network: Some(attached), ..mark(Some(7), Some(3)) };
+        assert!(unchanged(&base, &base), "the same servers attached");
+        // Deleted with its servers attached: no action, only the network shows it.
+        assert!(!unchanged(&base, &Mark { network: Some(NetworkMark::Gone), ..base }));
+        // One server fewer (a detach also has an action; either shows it).
+        assert!(!unchanged(&base, &Mark { network: Some(NetworkMark::attached(&ids(&[1, 2]))), ..base }));
+        // Gone at the baseline and still gone: nothing to list again for.
+        let gone = Mark { network: Some(NetworkMark::Gone), ..base };
+        assert!(unchanged(&gone, &gone));
+        // A network read elsewhere (the route controller's).
+        assert!(!network_changed(Some(&base), attached));
+        assert!(network_changed(Some(&base), NetworkMark::Gone));
+        assert!(network_changed(Some(&base), NetworkMark::attached(&ids(&[1, 2, 3, 4]))));
+        assert!(!network_changed(None, NetworkMark::Gone), "no baseline: the next refresh lists anyway");
+        assert!(!network_changed(Some(&mark(Some(7), Some(3))), NetworkMark::Gone), "a baseline without network");
     }
 }

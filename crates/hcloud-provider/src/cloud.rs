@@ -131,8 +131,10 @@ impl HcloudCloud {
             info!(network = %n.name, id = %n.id, ip_range = %n.ip_range, "using private network");
         }
 
-        let inventory =
-            Arc::new(Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode)));
+        let inventory = Arc::new(
+            Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode))
+                .with_network(network.as_ref().map(|n| n.id)),
+        );
         let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics, &refusals)?;
         // What a rotated token must see: the network, else the servers Nodes name.
         let witness = Arc::new(ProjectWitness::new(network.as_ref().map(|n| n.id)));

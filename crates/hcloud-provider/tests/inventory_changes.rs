@@ -1,11 +1,16 @@
 //! The address refresh of a large project against the Hetzner fake: a stale server list is
-//! confirmed by one look at the newest server and Primary IP actions (2 requests) instead of
-//! a list of every server, listed again when an action shows a change, and never used for
-//! what changes without an action (a server's status).
+//! confirmed by one look at the newest server and Primary IP actions (2 requests, and the
+//! configured network: 3) instead of a list of every server, listed again when an action or
+//! the network (deleted with its servers attached, which records no action; seen by the look
+//! or by the route controller's read) shows a change, and never used for what changes without
+//! an action (a server's status).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use cloud_provider::Routes as _;
 
 use hcloud_api::models::{AttachServerToNetworkRequest, NetworkId, ServerId};
 use hcloud_api::{Client, RetryPolicy, SecretString};
@@ -14,7 +19,7 @@ use hcloud_fake::wire::ServerStatus;
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
 use hcloud_provider::changes::resync_after;
 use hcloud_provider::config::CacheMode;
-use hcloud_provider::{Inventory, Lookup};
+use hcloud_provider::{HcloudMetrics, HcloudRoutes, Inventory, Lookup, RoutesConfig};
 
 use crate::clock::age;
 
@@ -200,4 +205,82 @@ async fn a_small_project_lists_on_every_refresh_without_looking() {
         refresh(&inv, &p.ids).await;
         assert_eq!(sent(&p.h), (2 + 2 * round, 0), "as before: one 2-page list per refresh");
     }
+}
+
+/// The fake's network id as the API's.
+fn nid(id: u64) -> NetworkId {
+    NetworkId(i64::try_from(id).unwrap())
+}
+
+#[tokio::test]
+async fn a_network_deleted_with_its_servers_shows_at_the_next_refresh() {
+    let p = project(500, Duration::ZERO).await;
+    let network = nid(p.network);
+    let inv = Inventory::new(p.client.clone(), CacheMode::All).with_network(Some(network));
+    let servers = refresh(&inv, &p.ids).await;
+    assert!(servers.iter().all(|s| s.private_ip_in(network).is_some()));
+    let reads = |h: &FakeHandle| h.request_count("GET /v1/networks/{id}");
+    assert_eq!((sent(&p.h), reads(&p.h)), ((10, 4), 1), "the baseline reads the network too");
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!((sent(&p.h), reads(&p.h)), ((10, 6), 2), "a quiet look: 3 requests, no list");
+
+    // Deleted with every server attached: the API detaches them without a server action.
+    let actions = p.h.request_count("GET /v1/servers/actions");
+    p.client.networks().delete(network).await.unwrap();
+    assert_eq!(p.h.request_count("GET /v1/servers/actions"), actions);
+    age(PERIOD).await;
+    let servers = refresh(&inv, &p.ids).await;
+    assert!(servers.iter().all(|s| s.private_ip_in(network).is_none()), "every InternalIP gone at the next refresh");
+    assert_eq!(sent(&p.h).0, 20, "the look saw the network gone (404) and listed every server");
+    assert_eq!(reads(&p.h), 4, "the look's read, then the new baseline's (404 both)");
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h).0, 20, "still gone: confirmed, not listed again");
+}
+
+#[tokio::test]
+async fn a_network_read_by_the_route_controller_that_shows_a_change_makes_the_next_refresh_list() {
+    let p = project(500, Duration::ZERO).await;
+    let network = nid(p.network);
+    let inv = Inventory::new(p.client.clone(), CacheMode::All).with_network(Some(network));
+    refresh(&inv, &p.ids).await;
+    let attached: Vec<ServerId> = p.ids.iter().map(|id| sid(*id)).collect();
+    // The same servers attached, or another network: nothing changes.
+    inv.network_seen(network, Some(&attached));
+    inv.network_seen(nid(p.network + 1), None);
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (10, 6), "confirmed by a look");
+    // The route controller's read finds the network gone: no look, a list.
+    inv.network_seen(network, None);
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (20, 6 + 4), "listed after a new baseline, without a look first");
+}
+
+#[tokio::test]
+async fn the_route_controllers_read_of_a_deleted_network_reaches_the_inventory() {
+    let p = project(500, Duration::ZERO).await;
+    let network = nid(p.network);
+    let inv = Arc::new(Inventory::new(p.client.clone(), CacheMode::All).with_network(Some(network)));
+    let config = RoutesConfig {
+        network,
+        network_name: "k8s".to_owned(),
+        cluster_cidrs: vec!["10.244.0.0/16".parse().unwrap()],
+        confirm_max_age: MAX_AGE,
+    };
+    let routes = HcloudRoutes::new(p.client.clone(), inv.clone(), config, HcloudMetrics::default());
+    refresh(&inv, &p.ids).await;
+    routes.list_routes("kubernetes").await.expect("the network's routes");
+    age(PERIOD).await;
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (10, 6), "the route read showed the same servers: confirmed by a look");
+
+    p.client.networks().delete(network).await.unwrap();
+    assert!(routes.list_routes("kubernetes").await.is_err(), "the route controller finds it gone");
+    age(PERIOD).await;
+    let servers = refresh(&inv, &p.ids).await;
+    assert!(servers.iter().all(|s| s.private_ip_in(network).is_none()));
+    assert_eq!(sent(&p.h), (20, 6 + 4), "listed (after a new baseline) without a look first");
 }

@@ -97,6 +97,8 @@ fn v1_routes() -> Router<FakeHandle> {
         .route("/primary_ips/actions", kind_actions_route!(ResourceKind::PrimaryIp))
         .route("/primary_ips/actions/{id}", kind_action_routes!(ResourceKind::PrimaryIp))
         .route("/primary_ips/{id}", get(primary_ips::get).put(primary_ips::update).delete(primary_ips::delete))
+        .route("/primary_ips/{id}/actions", resource_actions_route!(ResourceKind::PrimaryIp))
+        .route("/primary_ips/{id}/actions/{command}", get(primary_ips::get_action).post(primary_ips::action))
         .route("/images", get(images::list))
         .route("/images/{id}", get(images::get))
         .route("/pricing", get(catalog::pricing))

@@ -5,13 +5,14 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-use super::extract::{ApiJson, Scoped, json, list_body, no_content, parse_id, single_body};
+use super::extract::{ApiJson, Scoped, json, list_body, no_content, parse_body, parse_id, single_body};
+use crate::control::ResourceKind;
 use crate::error::ApiError;
 use crate::pagination::PageRequest;
 use crate::query::QueryParams;
 use crate::sort::SortRequest;
 use crate::state::PrimaryIpFilter;
-use crate::wire::request::{CreatePrimaryIpRequest, UpdatePrimaryIpRequest};
+use crate::wire::request::{AssignPrimaryIpRequest, CreatePrimaryIpRequest, UpdatePrimaryIpRequest};
 
 /// `GET /primary_ips`.
 pub(crate) async fn list(Scoped(h): Scoped, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
@@ -66,4 +67,36 @@ pub(crate) async fn delete(Scoped(h): Scoped, Path(id): Path<String>) -> Result<
     let id = parse_id(&id)?;
     h.with_state(|s| s.delete_primary_ip(id))?;
     Ok(no_content())
+}
+
+/// `POST /primary_ips/{id}/actions/{command}`: `assign` and `unassign` (see
+/// `state/primary_ip_actions.rs`).
+pub(crate) async fn action(
+    Scoped(h): Scoped,
+    Path((id, command)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let action = h.with_state(|s| -> Result<_, ApiError> {
+        let a = match command.as_str() {
+            "assign" => s.assign_primary_ip(id, &parse_body::<AssignPrimaryIpRequest>(&body)?)?,
+            "unassign" => s.unassign_primary_ip(id)?,
+            other => {
+                return Err(ApiError::new(
+                    "not_found",
+                    format!("primary IP action '{other}' is not supported by the fake"),
+                ));
+            }
+        };
+        Ok(s.action(a))
+    })?;
+    Ok(json(StatusCode::CREATED, json!({"action": action})))
+}
+
+/// `GET /primary_ips/{id}/actions/{action_id}`.
+pub(crate) async fn get_action(
+    Scoped(h): Scoped,
+    Path((id, action_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    super::actions::resource_action(&h, ResourceKind::PrimaryIp, &id, &action_id)
 }

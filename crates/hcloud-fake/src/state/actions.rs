@@ -316,6 +316,8 @@ impl State {
                 }
             }
             Effect::IssueCertificate { certificate } => self.issue_certificate(certificate),
+            Effect::AssignPrimaryIp { primary_ip, server } => self.apply_assign_primary_ip(primary_ip, server),
+            Effect::UnassignPrimaryIp { primary_ip, server } => self.apply_unassign_primary_ip(primary_ip, server),
         }
     }
 

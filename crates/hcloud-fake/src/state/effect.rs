@@ -65,6 +65,10 @@ pub(crate) enum Effect {
     LbProtection { lb: u64, delete: bool },
     /// Issue a managed certificate.
     IssueCertificate { certificate: u64 },
+    /// Assign an unassigned Primary IP to a server.
+    AssignPrimaryIp { primary_ip: u64, server: u64 },
+    /// Unassign a server's Primary IP (it stays, unassigned).
+    UnassignPrimaryIp { primary_ip: u64, server: u64 },
 }
 
 /// The action as served at `at`.

@@ -28,6 +28,7 @@ mod effect;
 mod ipam;
 mod load_balancers;
 mod networks;
+mod primary_ip_actions;
 mod primary_ips;
 pub(crate) mod records;
 mod servers;

@@ -1,12 +1,14 @@
 //! Primary IPs: the public addresses of servers (derived from the servers: assigned,
-//! deleted with them) and unassigned ones created with `POST /primary_ips`.
+//! deleted with them unless `auto_delete` is off) and unassigned ones (created with
+//! `POST /primary_ips`, or unassigned from a server).
 //!
 //! Modelled: list (filters `name`, `label_selector`, `ip`; `sort`), get, create unassigned (in
 //! a location), `PUT` (name, labels, auto_delete; of every Primary IP, a server's too), delete
-//! (an assigned one answers `422 must_be_unassigned`), `GET /primary_ips/actions` (the
-//! `unassign_primary_ip`/`assign_primary_ip` actions of a swap made through the control
-//! surface). Not modelled: creating one assigned to a server, the assign/unassign/rDNS/
-//! protection endpoints.
+//! (an assigned one answers `422 must_be_unassigned`), assign and unassign
+//! ([`super::primary_ip_actions`]), `GET /primary_ips/actions` and
+//! `GET /primary_ips/{id}/actions` (the `assign_primary_ip`/`unassign_primary_ip` actions of
+//! those endpoints and of a swap made through the control surface). Not modelled: creating
+//! one assigned to a server, the rDNS and protection endpoints.
 
 use std::net::IpAddr;
 

@@ -433,6 +433,15 @@ pub struct UpdatePrimaryIpRequest {
     pub auto_delete: Option<bool>,
 }
 
+/// `POST /primary_ips/{id}/actions/assign` body (`PrimaryIPActionsAssignRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssignPrimaryIpRequest {
+    /// The server to assign it to.
+    pub assignee_id: u64,
+    /// `server`, the only kind.
+    pub assignee_type: String,
+}
+
 /// `create_certificate_request` schema.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! `GET /servers/actions` and `GET /primary_ips/actions`: every action of the kind, with the
 //! OpenAPI's `id`/`status` filters, `sort` and pagination; which changes record an action
 //! (a Primary IP swapped, a network attached) and which do not (a rename through `PUT`, an
-//! OS-initiated shutdown, label edits), as the API does.
+//! OS-initiated shutdown, label edits, a network deleted with servers attached), as the API
+//! does.
 
 use hcloud_fake::control::{PublicIpv6Change, SeedNetwork, SeedServer, ServerPatch};
 use hcloud_fake::wire::ServerStatus;
@@ -78,6 +79,12 @@ async fn rename_label_edit_and_os_shutdown_record_no_action() {
     assert_eq!(r.status, 200, "{}", r.body);
     // A shutdown from inside the server: only its status changes.
     fx.h.update_server(a, &ServerPatch { status: Some(ServerStatus::Off), ..ServerPatch::default() }).unwrap();
+    // A network deleted with the server attached: detached, without a server action (the
+    // API's `DELETE /networks/{id}` answers 204, "attached resources will be detached").
+    let net = fx.h.seed_network(&SeedNetwork::new("net", "10.0.0.0/16").subnet("10.0.0.0/24", "eu-central")).unwrap();
+    let b = fx.h.seed_server(&SeedServer::new("b").network(net)).unwrap();
+    assert_eq!(fx.delete(&format!("/networks/{net}")).await.status, 204);
+    assert!(fx.h.server(b).unwrap().private_net.is_empty(), "detached");
     assert_eq!(ids(&fx.get("/servers/actions").await.body), Vec::<u64>::new());
     assert_eq!(ids(&fx.get("/primary_ips/actions").await.body), Vec::<u64>::new());
 }

@@ -10,6 +10,7 @@ mod lists;
 mod load_balancers;
 mod networks;
 mod pipeline;
+mod primary_ip_actions;
 mod projects;
 mod robot;
 mod servers;

@@ -185,6 +185,42 @@ pub async fn run(c: &mut Client, h: &FakeHandle) -> Made {
         assert_eq!(s, 200);
     }
     c.get("/primary_ips", "/primary_ips?sort=created:desc&sort=id").await;
+    // Assign the spare one to a server that is off and has no IPv4, then unassign it.
+    let stopped =
+        SeedServer { enable_ipv4: false, status: hcloud_fake::wire::ServerStatus::Off, ..SeedServer::new("stopped") };
+    let stopped = h.seed_server(&stopped).unwrap();
+    let (s, assigned) = c
+        .call(
+            Method::POST,
+            "/primary_ips/{id}/actions/assign",
+            &format!("/primary_ips/{spare}/actions/assign"),
+            Some(json!({"assignee_id": stopped, "assignee_type": "server"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{assigned}");
+    let assigned = assigned["action"]["id"].as_u64().unwrap();
+    c.wait(assigned).await;
+    c.get("/primary_ips/{id}/actions", &format!("/primary_ips/{spare}/actions")).await;
+    c.get("/primary_ips/{id}/actions/{action_id}", &format!("/primary_ips/{spare}/actions/{assigned}")).await;
+    c.expect_error(
+        Method::POST,
+        "/primary_ips/{id}/actions/assign",
+        &format!("/primary_ips/{spare}/actions/assign"),
+        Some(json!({"assignee_id": stopped, "assignee_type": "server"})),
+        422,
+        "primary_ip_already_assigned",
+    )
+    .await;
+    let (s, unassigned) = c
+        .call(
+            Method::POST,
+            "/primary_ips/{id}/actions/unassign",
+            &format!("/primary_ips/{spare}/actions/unassign"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 201, "{unassigned}");
+    c.wait(unassigned["action"]["id"].as_u64().unwrap()).await;
     c.expect_error(
         Method::DELETE,
         "/primary_ips/{id}",

@@ -1,14 +1,22 @@
 //! The address refresh's server list: confirmed by a look at the action lists where that is
 //! cheaper than listing every server again (see [`crate::changes`]).
 
+use hcloud_api::models::{NetworkId, ServerId};
 use hcloud_api::{ActionList, Error, LIST_ALL_PER_PAGE};
 use tokio::time::Instant;
 use tracing::debug;
 
 use super::{Baseline, Inventory};
-use crate::changes::{self, ListMark, Mark, Plan};
+use crate::changes::{self, ListMark, Mark, NetworkMark, Plan};
 
 impl Inventory {
+    /// The inventory whose looks read `network` too (the configured network, whose private
+    /// IPs are the Nodes' InternalIPs).
+    pub fn with_network(mut self, network: Option<NetworkId>) -> Inventory {
+        self.network = network;
+        self
+    }
+
     /// Refreshes the snapshot for addresses unless someone refreshed or confirmed it since
     /// `seen` (generation, confirmations): in a large project (`lookups` hints its size before
     /// the first list) a look at the action lists confirms it when nothing happened since the
@@ -61,8 +69,36 @@ impl Inventory {
         self.list_servers(Some(baseline)).await
     }
 
+    /// A read of `network` made elsewhere (the route controller's `GET /networks/{id}`):
+    /// `attached` its servers, `None` when it answered `404`. If it is the configured network
+    /// and shows a change since the baseline, the list is no longer confirmed: the next
+    /// address refresh lists every server (see [`changes::network_changed`]).
+    pub fn network_seen(&self, network: NetworkId, attached: Option<&[ServerId]>) {
+        if self.network != Some(network) {
+            return;
+        }
+        let seen = attached.map_or(NetworkMark::Gone, NetworkMark::attached);
+        let mut s = self.lock();
+        if changes::network_changed(s.baseline.as_ref().map(|b| &b.mark), seen) {
+            debug!(%network, ?seen, "the network changed since the server list: the next refresh lists");
+            s.baseline = None;
+            s.confirmed = None;
+        }
+    }
+
+    /// The configured network's mark (1 request), `None` without one.
+    async fn look_at_network(&self) -> Result<Option<NetworkMark>, Error> {
+        let Some(id) = self.network else { return Ok(None) };
+        match self.client.networks().get(id).await {
+            Ok(network) => Ok(Some(NetworkMark::attached(&network.servers))),
+            Err(e) if e.is_not_found() => Ok(Some(NetworkMark::Gone)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The newest server and Primary IP actions (2 requests), and with `running_too` whether
-    /// any action of each is running (2 more).
+    /// any action of each is running (2 more); with a configured network, its attached
+    /// servers (1 more).
     async fn look(&self, running_too: bool) -> Result<Mark, Error> {
         self.gate("GET /servers/actions")?;
         let result = async {
@@ -77,7 +113,8 @@ impl Inventory {
                 *mark = ListMark::from_actions(newest.as_ref(), running.as_ref());
             }
             let [servers, primary_ips] = marks;
-            Ok(Mark { servers, primary_ips })
+            let network = self.look_at_network().await?;
+            Ok(Mark { servers, primary_ips, network })
         }
         .await;
         self.record(&result);

@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use sync_lock::Unpoison as _;
 
-use hcloud_api::models::{Server, ServerId, ServerListParams};
+use hcloud_api::models::{NetworkId, Server, ServerId, ServerListParams};
 use hcloud_api::{Client, Error, LIST_ALL_PER_PAGE};
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -220,6 +220,9 @@ pub struct Inventory {
     state: Mutex<State>,
     refresh: tokio::sync::Mutex<()>,
     stats: InventoryStats,
+    /// The configured network (`HCLOUD_NETWORK`): its deletion changes addresses without an
+    /// action, so looks read it too (see [`crate::changes`]).
+    network: Option<NetworkId>,
 }
 
 impl Inventory {
@@ -237,6 +240,7 @@ impl Inventory {
             state: Mutex::new(State::default()),
             refresh: tokio::sync::Mutex::new(()),
             stats,
+            network: None,
         }
     }
 
@@ -416,9 +420,8 @@ impl Inventory {
                 .count();
             // A look at the action lists (with a baseline to compare with) is cheaper still.
             let cost = match (need, s.baseline) {
-                (Need::Addresses, Some(_)) => {
-                    (crate::changes::LOOK_REQUESTS as usize).min(s.snapshot_pages.max(1) as usize)
-                }
+                (Need::Addresses, Some(_)) => (crate::changes::look_requests(self.network.is_some()) as usize)
+                    .min(s.snapshot_pages.max(1) as usize),
                 _ => s.snapshot_pages.max(1) as usize,
             };
             (stale, cost, (s.generation, s.confirmations))

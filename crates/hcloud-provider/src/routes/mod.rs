@@ -121,9 +121,17 @@ impl HcloudRoutes {
     /// `GET /networks/{id}`; the routes become the view.
     async fn reload(&self) -> Result<Network, CloudError> {
         self.metrics.operation("hcloud/reloadNetwork");
-        let network = self.client.networks().get(self.config.network).await.map_err(|e| {
-            api_error(&format!("cannot read network {} ({})", self.config.network_name, self.config.network), e)
-        })?;
+        let id = self.config.network;
+        let read = self.client.networks().get(id).await;
+        // The same read tells the inventory whether servers were detached without an action
+        // (the network deleted): see `crate::changes`.
+        match &read {
+            Ok(network) => self.inventory.network_seen(id, Some(&network.servers)),
+            Err(e) if e.is_not_found() => self.inventory.network_seen(id, None),
+            Err(_) => {}
+        }
+        let network =
+            read.map_err(|e| api_error(&format!("cannot read network {} ({})", self.config.network_name, id), e))?;
         self.view.lock_unpoisoned().routes.clone_from(&network.routes);
         Ok(network)
     }

@@ -6,8 +6,7 @@ mod networks;
 mod rdns;
 mod render;
 
-use rdns::dns_ptr_v4;
-pub(crate) use rdns::v6_dns_ptrs;
+pub(crate) use rdns::{dns_ptr_v4, v6_dns_ptrs};
 pub(crate) use render::ServerFilter;
 
 use std::net::Ipv4Addr;
@@ -15,7 +14,9 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv6Net;
 
 use super::effect::Effect;
-use super::records::{Member, PrimaryIpMeta, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord};
+use super::records::{
+    Member, PrimaryIpAddr, PrimaryIpMeta, PrimaryIpRecord, PrivateNic, PublicV4, PublicV6, ServerRecord, TargetRecord,
+};
 use super::store::{State, bump};
 use super::validate::{parse_ipv4, validate_labels};
 use crate::catalog::catalog;
@@ -445,11 +446,25 @@ impl State {
         for lb in self.load_balancers.values_mut() {
             lb.targets.retain(|t| !matches!(t, TargetRecord::Server { id: s, .. } if *s == id));
         }
-        if let Some(v4) = server.ipv4 {
-            self.public_ips.release_v4(v4.ip);
+        // A Primary IP without `auto_delete` outlives its server, unassigned.
+        let keep = |id: u64, addr: PrimaryIpAddr, meta: PrimaryIpMeta| PrimaryIpRecord {
+            id,
+            addr,
+            location: server.location.clone(),
+            created: server.created,
+            meta,
+        };
+        if let Some(v4) = server.ipv4.clone() {
+            match v4.meta.auto_delete {
+                true => self.public_ips.release_v4(v4.ip),
+                false => _ = self.primary_ips.insert(v4.id, keep(v4.id, PrimaryIpAddr::V4(v4.ip), v4.meta)),
+            }
         }
-        if let Some(v6) = server.ipv6 {
-            self.public_ips.release_v6(v6.net);
+        if let Some(v6) = server.ipv6.clone() {
+            match v6.meta.auto_delete {
+                true => self.public_ips.release_v6(v6.net),
+                false => _ = self.primary_ips.insert(v6.id, keep(v6.id, PrimaryIpAddr::V6(v6.net), v6.meta)),
+            }
         }
     }
 }
