@@ -34,7 +34,8 @@
 //!   and `GET /servers` filters by `name`, `label_selector` and `status` and sorts by `id`,
 //!   `name` and `created` only, so finding which server was renamed takes every page (100 at
 //!   5,000 servers: 1,200 requests an hour at a 5-minute refresh) or a request per server.
-//!   hcloud-ccm does not pay that and has no setting for it; after a rename an operator can
+//!   hcloud-ccm does not pay that by default (`HCLOUD_SERVER_CACHE_CHANGE_DETECTION=false`
+//!   does: every refresh lists, as the official CCM); after a rename an operator can
 //!   restart it (it lists at start) or make any server action (a reboot, a protection change):
 //!   the next look sees the action and lists. A lookup by the new name (a Node without
 //!   providerID) does not find it in a confirmed list and lists again, as today.

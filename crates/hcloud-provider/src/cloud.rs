@@ -133,7 +133,8 @@ impl HcloudCloud {
 
         let inventory = Arc::new(
             Inventory::with_stats(client.clone(), config.cache_mode, metrics.inventory(config.cache_mode))
-                .with_network(network.as_ref().map(|n| n.id)),
+                .with_network(network.as_ref().map(|n| n.id))
+                .with_change_detection(config.change_detection),
         );
         let (robot, robot_client) = robot_mode(config.robot.as_ref(), hooks.gate.clone(), &metrics, &refusals)?;
         // What a rotated token must see: the network, else the servers Nodes name.

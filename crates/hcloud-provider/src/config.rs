@@ -63,6 +63,10 @@ pub struct Config {
     /// for the node-lifecycle existence/shutdown checks. A negative answer is always
     /// confirmed by a direct lookup before a node is deleted.
     pub lifecycle_max_age: Duration,
+    /// `HCLOUD_SERVER_CACHE_CHANGE_DETECTION` (hcloud-ccm only, default true): in a project of
+    /// more than 8 pages of servers, the address refresh confirms its list by a look at the
+    /// newest actions; false lists every server on every refresh, as the official CCM does.
+    pub change_detection: bool,
     /// `HCLOUD_METRICS_ADDRESS` when `HCLOUD_METRICS_ENABLED` is on (default `:8233`): where
     /// the plain-HTTP `/metrics` listener of the official CCM listens (Go listen syntax).
     pub metrics_address: Option<String>,
@@ -98,6 +102,7 @@ impl fmt::Debug for Config {
             .field("cache_mode", &self.cache_mode)
             .field("cache_max_age", &self.cache_max_age)
             .field("lifecycle_max_age", &self.lifecycle_max_age)
+            .field("change_detection", &self.change_detection)
             .field("routes_enabled", &self.routes_enabled)
             .field("cluster_cidrs", &self.cluster_cidrs)
             .field("load_balancers_enabled", &self.load_balancers_enabled)
@@ -140,6 +145,12 @@ pub const ENV_HELP: &[(&str, &str)] = &[
     ),
     ("HCLOUD_METRICS_ENABLED", "Serve /metrics (and the health paths) over plain HTTP. Default true."),
     ("HCLOUD_METRICS_ADDRESS", "Listen address of that listener, Go syntax (default :8233, all interfaces)."),
+    (
+        "HCLOUD_SERVER_CACHE_CHANGE_DETECTION",
+        "hcloud-ccm only: above 8 pages of servers, the address refresh lists every server only after a server or \
+         Primary IP action (or a change of HCLOUD_NETWORK's servers) and at a safety resync. false: list every \
+         server on every refresh, as the official CCM (a rename then shows within one refresh). Default true.",
+    ),
     (
         "HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE",
         "Max age of cached server data for node-lifecycle checks (default 1m); deletions are always confirmed by a direct lookup.",
@@ -224,6 +235,7 @@ impl Config {
         }
         .unwrap_or(Duration::from_secs(10));
         let lifecycle_max_age = r.duration("HCLOUD_SERVER_CACHE_LIFECYCLE_MAX_AGE").unwrap_or(Duration::from_secs(60));
+        let change_detection = r.bool("HCLOUD_SERVER_CACHE_CHANGE_DETECTION").unwrap_or(true);
 
         let metrics_address = r
             .bool("HCLOUD_METRICS_ENABLED")
@@ -262,6 +274,7 @@ impl Config {
             cache_mode,
             cache_max_age,
             lifecycle_max_age: lifecycle_max_age.max(cache_max_age),
+            change_detection,
             metrics_address,
             load_balancers_enabled,
             load_balancers,
@@ -293,6 +306,7 @@ mod tests {
         assert_eq!(c.cache_mode, CacheMode::All);
         assert_eq!(c.cache_max_age, Duration::from_secs(10));
         assert_eq!(c.lifecycle_max_age, Duration::from_secs(60));
+        assert!(c.change_detection, "hcloud-ccm's own default");
         assert!(!c.debug);
         assert!(c.network.is_none() && c.endpoint.is_none());
         assert_eq!(c.metrics_address.as_deref(), Some(":8233"));
@@ -306,6 +320,12 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(off.metrics_address, None);
+        let listing = Config::from_env(
+            env(&[("HCLOUD_TOKEN", &"x".repeat(64)), ("HCLOUD_SERVER_CACHE_CHANGE_DETECTION", "false")]),
+            Vec::new(),
+        )
+        .expect("valid");
+        assert!(!listing.change_detection);
     }
 
     #[test]

@@ -107,6 +107,21 @@ async fn an_idle_large_project_costs_two_requests_per_refresh_not_a_list() {
 }
 
 #[tokio::test]
+async fn without_change_detection_every_refresh_lists_and_a_rename_shows_at_once() {
+    // HCLOUD_SERVER_CACHE_CHANGE_DETECTION=false: the official CCM's cost, and its freshness
+    // for what records no action (a rename through PUT).
+    let p = project(500, Duration::ZERO).await;
+    let inv = Inventory::new(p.client.clone(), CacheMode::All).with_change_detection(false);
+    refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (10, 0), "a list, no look");
+    p.h.rename_server(p.ids[7], "renamed").expect("rename");
+    age(PERIOD).await;
+    let servers = refresh(&inv, &p.ids).await;
+    assert_eq!(sent(&p.h), (20, 0), "every refresh lists");
+    assert_eq!(servers.iter().find(|s| s.id == sid(p.ids[7])).map(|s| s.name.as_str()), Some("renamed"));
+}
+
+#[tokio::test]
 async fn a_swapped_primary_ip_or_an_attached_network_shows_at_the_next_refresh() {
     let p = project(500, Duration::ZERO).await;
     let inv = Inventory::new(p.client.clone(), CacheMode::All);

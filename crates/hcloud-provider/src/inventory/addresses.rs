@@ -10,6 +10,13 @@ use super::{Baseline, Inventory};
 use crate::changes::{self, ListMark, Mark, NetworkMark, Plan};
 
 impl Inventory {
+    /// The inventory whose address refresh confirms its list by looks (`on`, the default) or
+    /// lists every server on every refresh (`HCLOUD_SERVER_CACHE_CHANGE_DETECTION=false`).
+    pub fn with_change_detection(mut self, on: bool) -> Inventory {
+        self.change_detection = on;
+        self
+    }
+
     /// The inventory whose looks read `network` too (the configured network, whose private
     /// IPs are the Nodes' InternalIPs).
     pub fn with_network(mut self, network: Option<NetworkId>) -> Inventory {
@@ -31,7 +38,12 @@ impl Inventory {
             let hinted = u32::try_from(lookups).unwrap_or(u32::MAX).div_ceil(LIST_ALL_PER_PAGE);
             let pages = s.snapshot_pages.max(hinted).max(1);
             let since_list = s.snapshot.map_or(std::time::Duration::MAX, |t| t.elapsed());
-            (changes::plan(pages, s.baseline.as_ref().map(|b| &b.mark), since_list), s.baseline)
+            let plan = if self.change_detection {
+                changes::plan(pages, s.baseline.as_ref().map(|b| &b.mark), since_list)
+            } else {
+                Plan::List { with_baseline: false }
+            };
+            (plan, s.baseline)
         };
         match (plan, baseline) {
             (Plan::List { with_baseline: false }, _) => self.list_servers(Some(None)).await,

@@ -223,6 +223,9 @@ pub struct Inventory {
     /// The configured network (`HCLOUD_NETWORK`): its deletion changes addresses without an
     /// action, so looks read it too (see [`crate::changes`]).
     network: Option<NetworkId>,
+    /// `HCLOUD_SERVER_CACHE_CHANGE_DETECTION`: false lists every server on every address
+    /// refresh, whatever the project's size.
+    change_detection: bool,
 }
 
 impl Inventory {
@@ -241,6 +244,7 @@ impl Inventory {
             refresh: tokio::sync::Mutex::new(()),
             stats,
             network: None,
+            change_detection: true,
         }
     }
 
