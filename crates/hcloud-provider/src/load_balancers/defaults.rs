@@ -6,7 +6,7 @@ use std::time::Duration;
 use hcloud_api::models::Algorithm;
 use ipnet::IpNet;
 
-use super::sharing::SharingNamespaces;
+use super::groups::SharingNamespaces;
 use crate::env::EnvReader;
 
 /// Cluster-wide defaults of the Load Balancer annotations, from `HCLOUD_LOAD_BALANCERS_*`

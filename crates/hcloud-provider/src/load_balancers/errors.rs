@@ -2,14 +2,17 @@
 //! message (the reason is what the service controller's Warning shows).
 
 use cloud_provider::CloudError;
-use hcloud_api::models::LoadBalancerId;
+use hcloud_api::models::{LoadBalancer, LoadBalancerId};
 
-use super::INVALID;
 use crate::api_error::api_error;
 use crate::load_balancers::catalog::CatalogError;
 use crate::load_balancers::lb_inventory::LookupError;
+use crate::load_balancers::sharing::{Conflict, Group};
 use crate::load_balancers::spec::InvalidService;
 use crate::load_balancers::tracker::WaitError;
+
+/// The reason of errors caused by the Service's own configuration.
+pub(super) const INVALID: &str = "InvalidLoadBalancerConfiguration";
 
 /// `e` with its reason in front of its message. The service controller reports a failed sync
 /// as upstream's `SyncLoadBalancerFailed` (or `DeleteLoadBalancerFailed`,
@@ -63,6 +66,23 @@ pub(super) fn lookup_error(service: &str, e: LookupError) -> CloudError {
         }
         LookupError::Api(e) => api_error(&format!("Service {service}: looking up its Load Balancer"), e),
     }
+}
+
+/// The error of a member whose sync found conflicts: the first one's reason, every conflict in
+/// the message.
+pub(super) fn conflict_error(service: &str, lb: &LoadBalancer, group: &Group, conflicts: &[Conflict]) -> CloudError {
+    let reason = conflicts.first().map_or("SharedLoadBalancerConflict", Conflict::reason);
+    let list: Vec<String> = conflicts.iter().map(ToString::to_string).collect();
+    CloudError::failed(
+        reason,
+        format!(
+            "Service {service} cannot use the Load Balancer {} ({}) of its {group} as it asks, nothing of it was \
+             changed: {}",
+            lb.name,
+            lb.id,
+            list.join("; ")
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@
 pub mod annotations;
 pub mod catalog;
 pub mod defaults;
+pub mod groups;
 pub mod lb_inventory;
 pub mod local_health;
 #[cfg(test)]

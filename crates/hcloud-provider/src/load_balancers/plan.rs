@@ -21,9 +21,9 @@ use hcloud_api::models::{
 };
 
 use super::annotations::{self as a, Invalid, LABEL_SERVICE_UID};
+use super::groups::LABEL_KEY as LABEL_SHARING_KEY;
 use super::ownership::Record;
 use super::services::{DesiredService, apply_update};
-use super::sharing::LABEL_KEY as LABEL_SHARING_KEY;
 use super::spec::{LbSpec, Placement};
 use super::targets::{ServerTarget, TargetRef};
 

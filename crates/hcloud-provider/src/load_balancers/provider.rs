@@ -32,9 +32,6 @@ use crate::metrics::HcloudMetrics;
 use crate::provider_id::ProviderId;
 use crate::robot::RobotMode;
 
-/// The reason of errors caused by the Service's own configuration.
-const INVALID: &str = "InvalidLoadBalancerConfiguration";
-
 /// The reason of a refused adoption (the Load Balancer carries another Service's UID label).
 const OWNED_ELSEWHERE: &str = "LoadBalancerOwnedElsewhere";
 
@@ -265,7 +262,7 @@ impl HcloudLoadBalancers {
         };
         let plan = match &spec.sharing {
             Some(group) => plan_shared(&lb, &want, group, cluster)
-                .map_err(|conflicts| shared::conflict_error(service, &lb, group, &conflicts))?,
+                .map_err(|conflicts| conflict_error(service, &lb, group, &conflicts))?,
             None => plan_update(&lb, &want),
         };
         let lb = self.execute(&lb, plan, &owner, &targets, &mut full, since).await?;
@@ -557,7 +554,7 @@ mod adoption;
 mod deletion;
 #[path = "errors.rs"]
 mod errors;
-use errors::{catalog_error, invalid, lookup_error, reason_in_message, wait_error};
+use errors::{INVALID, catalog_error, conflict_error, invalid, lookup_error, reason_in_message, wait_error};
 #[path = "shared.rs"]
 mod shared;
 #[path = "type_lookup.rs"]

@@ -15,7 +15,7 @@ use super::{HcloudLoadBalancers, INVALID, lookup_error};
 use crate::api_error::api_error;
 use crate::load_balancers::plan::Plan;
 use crate::load_balancers::release_plan::keep_foreign_on_delete;
-use crate::load_balancers::sharing::{After, Conflict, Group, Leave, group_of, is_member, plan_leave};
+use crate::load_balancers::sharing::{After, Group, Leave, group_of, is_member, plan_leave};
 
 /// The reason of the Normal event on a Service that left a shared Load Balancer.
 const LEFT: &str = "LeftSharedLoadBalancer";
@@ -132,21 +132,4 @@ impl HcloudLoadBalancers {
         }
         Ok(())
     }
-}
-
-/// The error of a member whose sync found conflicts: the first one's reason, every conflict in
-/// the message.
-pub(super) fn conflict_error(service: &str, lb: &LoadBalancer, group: &Group, conflicts: &[Conflict]) -> CloudError {
-    let reason = conflicts.first().map_or("SharedLoadBalancerConflict", Conflict::reason);
-    let list: Vec<String> = conflicts.iter().map(ToString::to_string).collect();
-    CloudError::failed(
-        reason,
-        format!(
-            "Service {service} cannot use the Load Balancer {} ({}) of its {group} as it asks, nothing of it was \
-             changed: {}",
-            lb.name,
-            lb.id,
-            list.join("; ")
-        ),
-    )
 }

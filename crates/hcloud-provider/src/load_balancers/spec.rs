@@ -17,12 +17,12 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as a, Invalid, Reader};
 use super::defaults::{LbDefaults, UNHEALTHY_WARNING_SECONDS};
+use super::groups::Group;
 use super::local_health::local_endpoints_health;
 pub use super::port_spec::{CertRef, CertificateSpec, HealthProtocol, HealthSpec, HttpSpec, PortSpec};
 use super::port_spec::{bool_or, certificates, health, transport};
 pub use super::ports::PortSettings;
 use super::ports::{ip_mode, port_settings, ports_annotated};
-use super::sharing::Group;
 
 /// Where a new Load Balancer is created (create-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
