@@ -15,7 +15,7 @@
 //! When a test fails (or the lab does not start), every log of the lab (each node's kubelet,
 //! containerd and kube-proxy, the controllers, the CCM, the suites), the cluster's Events and
 //! Node changes and the machine's load are kept under `<target dir>/e2e-suites-logs/`
-//! ([`keep`]); the test prints where.
+//! ([`keep`]); the test prints where. `HCLOUD_CCM_E2E_KEEP_LOGS=1` keeps them after a pass too.
 //!
 //! Needs root and cgroup v1, as CI has. A test skipped by name has its reason in
 //! [`catalogue`]; every other test must pass.
@@ -69,12 +69,15 @@ fn problems(ccm: Ccm, official: &Results, upstream: &Results, upstream_names: &[
     Some(text)
 }
 
-/// When the runs had a problem: keeps the lab's logs with the suites' ([`keep`]) and returns
-/// the problems, with where the logs are.
+/// When the runs had a problem (or `HCLOUD_CCM_E2E_KEEP_LOGS` is set): keeps the lab's logs
+/// with the suites' ([`keep`]); returns the problems, with where the logs are.
 fn keep_if_failed(lab: &SuitesLab, official: &Results, upstream: &Results, names: &[&str]) -> Option<String> {
-    let text = problems(lab.which, official, upstream, names)?;
+    let text = problems(lab.which, official, upstream, names);
+    if text.is_none() && std::env::var_os("HCLOUD_CCM_E2E_KEEP_LOGS").is_none() {
+        return None;
+    }
     let dir = lab.keep(&[("official-suite.log", &official.log), ("upstream-suite.log", &upstream.log)]);
-    Some(format!("{text}(every log of the lab: {})\n", dir.display()))
+    text.map(|text| format!("{text}(every log of the lab: {})\n", dir.display()))
 }
 
 /// The CCMs `HCLOUD_CCM_E2E_SUBJECTS` names (`hcloud-ccm`, `official`, comma-separated; unset:
