@@ -127,7 +127,7 @@ pub use node::{NodeBuilder, PROVIDED_NODE_IP_ANNOTATION, Ready, UNINITIALIZED_TA
 pub use process::{ChildProcess, DEFAULT_STOP_GRACE};
 pub use provision::provisioned_path;
 pub use proxy::{ProxyMode, TcpProxy, client_with_server, kubeconfig_with_server};
-pub use secret_volume::SecretVolume;
+pub use secret_volume::{SecretVolume, utc_stamp};
 pub use service::load_balancer_service;
 pub use turns::{DEFAULT_POOL_SIZE, POOL_SIZE_VARIABLE, Turn, pool_size};
 pub use wait::{DEFAULT_TIMEOUT, wait_for, wait_for_value, wait_until};

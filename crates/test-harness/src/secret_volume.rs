@@ -67,8 +67,8 @@ impl SecretVolume {
     }
 }
 
-/// `2026_11_27_10_04_05`: the kubelet's directory stamp (UTC).
-fn utc_stamp(t: SystemTime) -> String {
+/// `2026_11_27_10_04_05`: the kubelet's directory stamp (UTC); also names the suites' kept logs.
+pub fn utc_stamp(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (H. Hinnant's `civil_from_days`).

@@ -15,6 +15,7 @@ use kube::api::Api;
 use test_harness::ChildProcess;
 use test_harness::real_node::{LabImage, LabOptions, NodeLab};
 
+use super::keep::{self, Recorder};
 use crate::common::TOKEN;
 
 /// `ENV_NAME` of the official suite: the servers' and the network's names derive from it.
@@ -24,7 +25,7 @@ pub const ENV_NAME: &str = "hccm-e2e";
 pub const LOCATION: &str = "nbg1";
 
 /// Which cloud-controller-manager the suites judge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Ccm {
     /// This project's.
     HcloudCcm,
@@ -72,9 +73,12 @@ impl Suites {
 
 /// A running lab with one CCM.
 pub struct SuitesLab {
+    pub which: Ccm,
     pub ccm: ChildProcess,
     pub fake: FakeServer,
     pub lab: NodeLab,
+    /// The cluster's Events, Node changes and the machine's load, for [`keep::keep`].
+    pub recorder: Recorder,
 }
 
 /// How long the nodes may take to register and be initialized.
@@ -86,6 +90,7 @@ impl SuitesLab {
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let options = LabOptions { images: suites.images(), coredns: Some(suites.upstream.join("coredns")) };
         let lab = NodeLab::start_with(&refs, &options).await.unwrap_or_else(|e| panic!("{e}"));
+        let recorder = Recorder::start(lab.control_plane().admin_client().await.expect("client"));
         let data_plane = DataPlaneConfig::local_addresses(lab.load_balancer_ips()).expect("the lab's addresses");
         let fake =
             FakeServer::start(FakeConfig::default().with_load_balancer_data_plane(data_plane)).await.expect("fake");
@@ -110,16 +115,29 @@ impl SuitesLab {
             list.len() == refs.len() && list.iter().all(|n| initialized(n) && ready(n))
         })
         .await;
+        let lab = SuitesLab { which, ccm, fake, lab, recorder };
         if let Err(e) = initialized {
-            let logs: Vec<String> = refs.iter().map(|n| lab.node_logs(n, 30)).collect();
-            panic!("{e}\n{}\n{}", ccm.logs(), logs.join("\n"));
+            let logs: Vec<String> = refs.iter().map(|n| lab.lab.node_logs(n, 30)).collect();
+            let kept = lab.keep(&[]);
+            panic!("{e}\n{}\n{}\n(all logs: {})", lab.ccm.logs(), logs.join("\n"), kept.display());
         }
-        SuitesLab { ccm, fake, lab }
+        lab
+    }
+
+    /// Keeps every log of the lab and `texts` (file name, contents) under the target dir
+    /// ([`keep::keep`]) and returns the directory.
+    pub fn keep(&self, texts: &[(&str, &str)]) -> PathBuf {
+        let run = match self.which {
+            Ccm::HcloudCcm => "hcloud-ccm",
+            Ccm::Official => "official-ccm",
+        };
+        keep::keep(self, run, texts)
     }
 
     /// Stops the CCM and the fake, then the lab, and checks that the lab left nothing behind.
     pub async fn shutdown(self) {
-        let SuitesLab { ccm, fake, lab } = self;
+        let SuitesLab { ccm, fake, lab, recorder, .. } = self;
+        drop(recorder);
         drop(ccm);
         fake.shutdown().await;
         lab.shutdown().await.unwrap_or_else(|left| panic!("the lab left things behind: {left}"));

@@ -164,7 +164,9 @@ pub async fn upstream(suites: &Suites, lab: &SuitesLab, names: &[&str], nodes: u
         format!("--kubectl-path={}", cp.kubectl_path().display()),
         format!("--report-dir={report_dir}"),
         "--disable-log-dump=true".to_owned(),
-        "--dump-logs-on-failure=false".to_owned(),
+        // A failed test's namespace (its Events, its pods' states and logs, the nodes' pods)
+        // is printed before it is deleted.
+        "--dump-logs-on-failure=true".to_owned(),
         format!("--e2e-output-dir={report_dir}"),
     ];
     let args: Vec<&str> = flags.iter().map(String::as_str).collect();

@@ -151,6 +151,11 @@ impl NodeDaemons {
             .join("\n")
     }
 
+    /// The daemons' processes (kubelet, containerd, kube-proxy), for their whole logs.
+    pub(super) fn processes(&self) -> [&ChildProcess; 3] {
+        [&self.kubelet, &self.containerd, &self.kube_proxy]
+    }
+
     /// Stop the daemons, then kill the pods and shims and unmount (async caller).
     pub(super) async fn stop(self) {
         if let Err(e) = tokio::task::spawn_blocking(move || self.kill()).await {

@@ -278,6 +278,33 @@ impl NodeLab {
         }
     }
 
+    /// Copies the whole log of every daemon of the lab into `dir` (created if missing), one
+    /// file each, named after the process: each running node's kubelet, containerd and
+    /// kube-proxy (`kubelet-<node>.log`, ...), kube-controller-manager, kube-scheduler, CoreDNS,
+    /// kube-apiserver and etcd. For a look after a failure: the lab's own copies go with it.
+    /// Returns the files written.
+    pub fn save_logs(&self, dir: &Path) -> Result<Vec<PathBuf>, HarnessError> {
+        std::fs::create_dir_all(dir).map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
+        let mut written = Vec::new();
+        let mut copy = |name: &str, from: Option<&Path>, text: Option<String>| -> Result<(), HarnessError> {
+            let to = dir.join(format!("{}.log", log_file_stem(name)));
+            match (from, text) {
+                (Some(from), _) => std::fs::copy(from, &to).map(drop),
+                (None, text) => std::fs::write(&to, text.unwrap_or_default()),
+            }
+            .map_err(|e| HarnessError::io(format!("writing {}", to.display()), e))?;
+            written.push(to);
+            Ok(())
+        };
+        let processes = self.nodes.iter().flatten().flat_map(NodeDaemons::processes).chain(&self.controllers);
+        for process in processes {
+            copy(process.name(), Some(process.log_path()), None)?;
+        }
+        copy("kube-apiserver", None, Some(self.control_plane.apiserver_logs()))?;
+        copy("etcd", None, Some(self.control_plane.etcd_logs()))?;
+        Ok(written)
+    }
+
     /// Stop everything and remove what the lab created (what `Drop` does), then check that
     /// nothing is left: no process, mount, namespace, interface, cgroup or directory of the lab.
     /// The error lists what is.
@@ -302,6 +329,11 @@ impl NodeLab {
             detail: format!("the control plane has no kubeconfig for {user}"),
         })
     }
+}
+
+/// A process's label as a file name: letters, digits, `-`, `_` and `.` kept, anything else `_`.
+fn log_file_stem(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
 }
 
 impl Drop for NodeLab {
@@ -367,5 +399,11 @@ mod tests {
         assert_eq!(pod.node_selector.unwrap().get("kubernetes.io/hostname").map(String::as_str), Some("kn-b"));
         assert_eq!(pod.containers[0].image.as_deref(), Some(ECHO_IMAGE));
         assert!(echo_deployment("web", 1, None).unwrap().spec.template.spec.unwrap().node_selector.is_none());
+    }
+
+    #[test]
+    fn a_log_file_is_named_after_its_process() {
+        assert_eq!(log_file_stem("kubelet-hccm-e2e-worker-0"), "kubelet-hccm-e2e-worker-0");
+        assert_eq!(log_file_stem("lab 1/a:b"), "lab_1_a_b");
     }
 }
