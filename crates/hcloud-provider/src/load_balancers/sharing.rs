@@ -213,7 +213,7 @@ fn setting_conflicts(lb: &LoadBalancer, spec: &LbSpec, fingerprint: &str, member
         out.push(Conflict::Setting {
             setting: "load-balancer.hetzner.cloud/node-selector and use-private-ip",
             wanted: format!("a selection with fingerprint {fingerprint}"),
-            in_force: format!("the selection of {} (fingerprint {have})", members.others("").join(", ")),
+            in_force: format!("the selection of {} (fingerprint {have})", members.others(&spec.uid).join(", ")),
         });
     }
     out
