@@ -4,6 +4,7 @@
 //! (`test_harness::ControlPlane::exclusive`).
 
 mod clock;
+mod fake_client;
 mod inventory;
 mod inventory_changes;
 mod lb_support;

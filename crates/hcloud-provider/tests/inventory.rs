@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::{InstancesV2, LookupPurpose};
+use hcloud_api::Client;
 use hcloud_api::models::ServerId;
-use hcloud_api::{Client, RetryPolicy, SecretString};
 use hcloud_fake::control::{SeedNetwork, SeedServer, SeedServerBatch};
 use hcloud_fake::faults::{FaultRule, HtmlError};
 use hcloud_fake::wire::ServerStatus;
@@ -25,15 +25,7 @@ const SHORT: Duration = Duration::from_secs(10);
 
 async fn fake() -> (FakeServer, FakeHandle, Client) {
     let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
-    let client = Client::builder(SecretString::from("t".repeat(64)))
-        .endpoint(fake.base_url())
-        .retry_policy(RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(1),
-        })
-        .build()
-        .expect("client");
+    let client = crate::fake_client::no_retry_client(&fake.base_url());
     let h = fake.handle();
     (fake, h, client)
 }

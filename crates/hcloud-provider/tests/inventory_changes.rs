@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use cloud_provider::Routes as _;
 
+use hcloud_api::Client;
 use hcloud_api::models::{AttachServerToNetworkRequest, NetworkId, ServerId};
-use hcloud_api::{Client, RetryPolicy, SecretString};
 use hcloud_fake::control::{PublicIpv6Change, SeedNetwork, SeedServerBatch};
 use hcloud_fake::wire::ServerStatus;
 use hcloud_fake::{FakeConfig, FakeHandle, FakeServer};
@@ -45,15 +45,7 @@ async fn project(servers: u32, action_delay: Duration) -> Project {
     let mut batch = SeedServerBatch::new("n", servers);
     batch.networks = vec![network.into()];
     let ids = h.seed_servers(&batch).expect("seed");
-    let client = Client::builder(SecretString::from("t".repeat(64)))
-        .endpoint(fake.base_url())
-        .retry_policy(RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(1),
-        })
-        .build()
-        .expect("client");
+    let client = crate::fake_client::no_retry_client(&fake.base_url());
     Project { _fake: fake, h, client, ids, network }
 }
 

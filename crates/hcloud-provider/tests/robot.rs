@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use cloud_provider::events::{EventSink, ProviderEvent};
 use cloud_provider::{AddressType, InstancesV2, NodeAddress};
+use hcloud_api::SecretString;
 use hcloud_api::robot::RobotClient;
-use hcloud_api::{Client, RetryPolicy, SecretString};
 use hcloud_fake::control::SeedServer;
 use hcloud_fake::faults::FaultRule;
 use hcloud_fake::robot::{RobotServerPatch, SeedRobotServer};
@@ -51,15 +51,7 @@ struct Fx {
 
 async fn fx(family: AddressFamily, with_client: bool) -> Fx {
     let fake = FakeServer::start(FakeConfig::default()).await.expect("fake");
-    let client = Client::builder(SecretString::from("t".repeat(64)))
-        .endpoint(fake.base_url())
-        .retry_policy(RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(1),
-        })
-        .build()
-        .expect("client");
+    let client = crate::fake_client::no_retry_client(&fake.base_url());
     let robot_client =
         RobotClient::new(&fake.robot_url(), "robot", SecretString::from("robot-password")).expect("robot client");
     let robot = Arc::new(RobotInventory::new(robot_client, CACHE, WAIT));

@@ -58,25 +58,14 @@ impl State {
     /// Starts an action on `resources` (the first one is locked while it runs).
     /// With a zero action delay it finishes before this returns.
     pub fn start_action(&mut self, command: &str, resources: Vec<ResourceRef>, effect: Option<Effect>) -> u64 {
-        let id = bump(&mut self.ids.action);
         let fail = self.take_failure(command);
         let now = Instant::now();
-        self.actions.insert(
-            id,
-            ActionRecord {
-                id,
-                command: command.to_owned(),
-                status: ActionStatus::Running,
-                started: now_unix(),
-                started_at: now,
-                finished: None,
-                resources,
-                error: None,
-                due: now + self.action_delay,
-                effect,
-                fail,
-            },
-        );
+        let mut record = self.new_action(command, resources, now);
+        record.due = now + self.action_delay;
+        record.effect = effect;
+        record.fail = fail;
+        let id = record.id;
+        self.actions.insert(id, record);
         self.running.insert(id);
         if self.action_delay.is_zero() {
             self.finish_action(id);
@@ -88,26 +77,32 @@ impl State {
     /// the control surface makes instantly (a Primary IP swapped) and the API makes through an
     /// action, so clients watching the action lists see it as they would.
     pub fn record_finished_action(&mut self, command: &str, resources: Vec<ResourceRef>) -> u64 {
-        let id = bump(&mut self.ids.action);
         let now = Instant::now();
-        self.actions.insert(
-            id,
-            ActionRecord {
-                id,
-                command: command.to_owned(),
-                status: ActionStatus::Success,
-                started: now_unix(),
-                started_at: now,
-                finished: Some(now_unix()),
-                resources,
-                error: None,
-                due: now,
-                effect: None,
-                fail: None,
-            },
-        );
+        let mut record = self.new_action(command, resources, now);
+        record.status = ActionStatus::Success;
+        record.finished = Some(now_unix());
+        let id = record.id;
+        self.actions.insert(id, record);
         self.finished_order.push_back((now, id));
         id
+    }
+
+    /// A running action on `resources` with the next id, started at `now`, due at once,
+    /// without effect or injected failure (not yet recorded).
+    fn new_action(&mut self, command: &str, resources: Vec<ResourceRef>, now: Instant) -> ActionRecord {
+        ActionRecord {
+            id: bump(&mut self.ids.action),
+            command: command.to_owned(),
+            status: ActionStatus::Running,
+            started: now_unix(),
+            started_at: now,
+            finished: None,
+            resources,
+            error: None,
+            due: now,
+            effect: None,
+            fail: None,
+        }
     }
 
     /// Finishes every action that is due at `now`, in id order, then forgets finished
